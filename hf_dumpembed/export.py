@@ -1,0 +1,84 @@
+"""Export a DumpEmbed folder as a stock sentence-transformers pipeline that needs no remote code.
+
+Transformer (the backbone, native model_type) -> Pooling -> Dense (the projection, when it is not the
+identity) -> Normalize. Engines that only know stock modules (e.g. TEI) can serve it. The tokenizer is copied
+unchanged, so its tokenizer.json post-processor still prepends the [DUMP] tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import torch
+from sentence_transformers import SentenceTransformer
+from sentence_transformers.base.modules.transformer import Transformer
+from sentence_transformers.sentence_transformer.modules import Dense, Normalize, Pooling
+
+from .folders import staged_output
+from .remote import DumpEmbedModel
+from .st_files import DEFAULT_PROMPTS
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+# DumpEmbed pooling -> sentence-transformers Pooling mode (both are safe under left and right padding).
+ST_POOLING = {"cls": "cls", "last": "lasttoken", "mean": "mean"}
+
+
+def projection_is_identity(model: DumpEmbedModel) -> bool:
+    """True when the stored projection is exactly ``y = x`` (no Dense layer is needed)."""
+    matrix, mean = model.projection.matrix, model.projection.mean
+    if matrix.shape[0] != matrix.shape[1]:
+        return False
+    return bool(torch.equal(matrix, torch.eye(matrix.shape[0], dtype=matrix.dtype)) and not mean.any())
+
+
+def projection_as_dense(model: DumpEmbedModel) -> Dense:
+    """The affine map ``(x - mean) @ matrix`` as a stock Dense: weight = matrixᵀ, bias = -meanᵀ·matrix."""
+    matrix = model.projection.matrix.detach().float()
+    mean = model.projection.mean.detach().float()
+    return Dense(
+        in_features=matrix.shape[0],
+        out_features=matrix.shape[1],
+        bias=True,
+        activation_function=torch.nn.Identity(),
+        init_weight=matrix.T.contiguous(),
+        init_bias=-(mean @ matrix),
+    )
+
+
+def export_stock_st(model_dir: str | Path, out_dir: str | Path, overwrite: bool = False) -> Path:
+    """Write ``out_dir`` as a stock sentence-transformers model reproducing ``model_dir``'s vectors."""
+    model_dir = Path(model_dir)
+    model = DumpEmbedModel.from_pretrained(model_dir, dtype=torch.float32)
+    with staged_output(out_dir, overwrite=overwrite) as staging:
+        backbone_dir = staging / "_backbone"
+        model.backbone.save_pretrained(backbone_dir, safe_serialization=True)
+        for name in TOKENIZER_FILES:
+            if (model_dir / name).exists():
+                shutil.copyfile(model_dir / name, backbone_dir / name)
+        transformer = Transformer(str(backbone_dir))
+        modules: list[torch.nn.Module] = [
+            transformer,
+            Pooling(transformer.get_embedding_dimension(), ST_POOLING[model.config.pooling]),
+        ]
+        if not projection_is_identity(model):
+            modules.append(projection_as_dense(model))
+        if model.config.normalize:
+            modules.append(Normalize())
+        stock = SentenceTransformer(modules=modules, prompts=_saved_prompts(model_dir), similarity_fn_name="cosine")
+        stock.save(str(staging))
+        shutil.rmtree(backbone_dir)
+        (staging / "README.md").unlink(missing_ok=True)  # the model card is rendered by `hf-dumpembed card`
+        for name in TOKENIZER_FILES:  # ST re-saves the tokenizer; keep the original files byte for byte
+            if (model_dir / name).exists():
+                shutil.copyfile(model_dir / name, staging / name)
+    return Path(out_dir)
+
+
+def _saved_prompts(model_dir: Path) -> dict[str, str]:
+    """The prompts of the DumpEmbed folder's sentence-transformers config (the defaults if it has none)."""
+    path = model_dir / "config_sentence_transformers.json"
+    if not path.exists():
+        return dict(DEFAULT_PROMPTS)
+    return json.loads(path.read_text()).get("prompts") or dict(DEFAULT_PROMPTS)

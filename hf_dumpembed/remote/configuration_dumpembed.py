@@ -1,0 +1,92 @@
+"""Configuration of a DumpEmbed text-embedding model (remote code: torch + transformers only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from transformers import AutoConfig, PreTrainedConfig
+from transformers.configuration_utils import SubConfigSpec
+
+POOLING_MODES = ("cls", "last", "mean")
+
+
+class DumpEmbedConfig(PreTrainedConfig):
+    r"""Configuration of [`DumpEmbedModel`]: a backbone, K [DUMP] tokens, pooling and a linear projection.
+
+    Args:
+        text_config (`dict` or `PreTrainedConfig`):
+            Configuration of the transformer backbone (any encoder or decoder that `AutoModel` builds).
+        num_dump_tokens (`int`, defaults to 0):
+            K, the number of [DUMP] tokens the tokenizer prepends. 0 builds the plain baseline.
+        dump_token_ids (`list[int]`, defaults to `[]`):
+            Vocabulary ids of `[DUMP1]..[DUMPK]`, in order; length must equal `num_dump_tokens`.
+        dump_token_offset (`int`, defaults to 0):
+            Position of `[DUMP1]` counted from the first non-padding token (1 after [CLS] or BOS, 0 otherwise).
+        pooling (`str`, defaults to `"cls"`):
+            One of `"cls"` (first non-padding token), `"last"` (last non-padding token) or `"mean"`
+            (mean over all non-padding tokens, the same as sentence-transformers' stock mean pooling).
+        projection_dim (`int`, *optional*):
+            Output dimension of the stored projection; `None` keeps the backbone's hidden size.
+        normalize (`bool`, defaults to `True`):
+            L2-normalise the projected embedding.
+        projection_info (`dict`, *optional*):
+            Provenance of a fitted projection (method, k, corpus hash, ...); empty for the identity.
+        max_position_embeddings (`int`, *optional*):
+            Longest input the backbone accepts; copied from `text_config` when not given.
+        base_model (`str`, *optional*):
+            The backbone this model was built from (Hub id or local path), for model cards and MTEB metadata.
+        dump_init (`str`, *optional*):
+            How the [DUMP] embedding rows were initialised (`mean`, `cls` or `normal`).
+    """
+
+    model_type = "dumpembed"
+    sub_configs_defaults = {"text_config": SubConfigSpec(config_class=AutoConfig, model_type="bert")}
+
+    text_config: dict | PreTrainedConfig | None = None
+    num_dump_tokens: int = 0
+    dump_token_ids: list[int] | None = None
+    dump_token_offset: int = 0
+    pooling: str = "cls"
+    projection_dim: int | None = None
+    normalize: bool = True
+    projection_info: dict[str, Any] | None = None
+    max_position_embeddings: int | None = None
+    base_model: str | None = None
+    dump_init: str | None = None
+
+    def __post_init__(self, **kwargs: Any) -> None:
+        super().__post_init__(**kwargs)
+        if self.dump_token_ids is None:
+            self.dump_token_ids = []
+        self.dump_token_ids = [int(i) for i in self.dump_token_ids]
+        if self.projection_info is None:
+            self.projection_info = {}
+        if self.pooling not in POOLING_MODES:
+            raise ValueError(f"pooling must be one of {POOLING_MODES}; got {self.pooling!r}.")
+        if not isinstance(self.num_dump_tokens, int) or self.num_dump_tokens < 0:
+            raise ValueError(f"num_dump_tokens must be an integer >= 0; got {self.num_dump_tokens!r}.")
+        if len(self.dump_token_ids) != self.num_dump_tokens:
+            raise ValueError(
+                f"dump_token_ids must list exactly num_dump_tokens={self.num_dump_tokens} ids; "
+                f"got {len(self.dump_token_ids)}: {self.dump_token_ids}."
+            )
+        if self.dump_token_offset < 0:
+            raise ValueError(f"dump_token_offset must be >= 0; got {self.dump_token_offset}.")
+        hidden_size = self.text_config.hidden_size
+        if self.projection_dim is None:
+            self.projection_dim = hidden_size
+        if not 1 <= self.projection_dim <= hidden_size:
+            raise ValueError(
+                f"projection_dim must be between 1 and the backbone hidden size {hidden_size}; "
+                f"got {self.projection_dim}."
+            )
+        if self.max_position_embeddings is None:
+            self.max_position_embeddings = getattr(self.text_config, "max_position_embeddings", None)
+
+    @property
+    def hidden_size(self) -> int:
+        """Hidden size of the backbone (the input dimension of the projection)."""
+        return self.text_config.hidden_size
+
+
+__all__ = ["DumpEmbedConfig"]

@@ -1,0 +1,175 @@
+"""Extend a tokenizer with K special tokens ``[DUMP1]..[DUMPK]`` prepended by its own post-processor.
+
+The prefix lives in ``tokenizer.json`` (a ``TemplateProcessing`` post-processor), not in Python code, so
+every runtime that reads ``tokenizer.json`` (transformers, sentence-transformers, TEI, tokenizers) adds
+it, and truncation never cuts it: the template's tokens count as special tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tokenizers import AddedToken, processors
+from transformers import PreTrainedTokenizerBase
+
+logger = logging.getLogger(__name__)
+
+SUPPORTED_TOKENIZERS = "WordPiece (BERT family) and byte-level BPE (GPT-2, Llama-3, Qwen2, SmolLM2)"
+_PROBE_A = "hello world"
+_PROBE_B = "second text"
+# tokenizer_config.json keys that make transformers regenerate the post-processor on load (dropping the prefix).
+_TEMPLATE_REBUILDING_KEYS = ("add_bos_token", "add_eos_token", "add_prefix_space", "chat_template")
+
+
+@dataclass(frozen=True)
+class DumpTokens:
+    """Where the [DUMP] tokens are: their ids in order and the position of [DUMP1] after the first real token."""
+
+    tokens: tuple[str, ...]
+    ids: tuple[int, ...]
+    offset: int
+    kind: str  # "wordpiece" or "byte-level-bpe"
+
+
+def dump_token_names(num_dump_tokens: int) -> list[str]:
+    """``["[DUMP1]", ..., "[DUMPK]"]``."""
+    return [f"[DUMP{i}]" for i in range(1, num_dump_tokens + 1)]
+
+
+def _find_types(node: Any, found: set[str]) -> set[str]:
+    """Collect every ``"type"`` value in a tokenizer.json sub-tree (pre-tokenizers may be nested Sequences)."""
+    if isinstance(node, dict):
+        if isinstance(node.get("type"), str):
+            found.add(node["type"])
+        for value in node.values():
+            _find_types(value, found)
+    elif isinstance(node, list):
+        for value in node:
+            _find_types(value, found)
+    return found
+
+
+def tokenizer_kind(tokenizer: PreTrainedTokenizerBase) -> str:
+    """Return ``"wordpiece"`` or ``"byte-level-bpe"``; raise a clear error for any other tokenizer type."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        raise ValueError(
+            f"{type(tokenizer).__name__} has no tokenizers backend (tokenizer.json); [DUMP] tokens need a fast "
+            f"tokenizer. Supported: {SUPPORTED_TOKENIZERS}."
+        )
+    spec = json.loads(backend.to_str())
+    model_type = spec["model"]["type"]
+    if model_type == "WordPiece":
+        return "wordpiece"
+    if model_type == "BPE" and "ByteLevel" in _find_types(spec.get("pre_tokenizer"), set()):
+        return "byte-level-bpe"
+    pre = sorted(_find_types(spec.get("pre_tokenizer"), set())) or ["none"]
+    raise ValueError(
+        f"Tokenizer type not supported yet: model {model_type!r} with pre-tokenizer {pre}. "
+        f"[DUMP] tokens are implemented for {SUPPORTED_TOKENIZERS}; other tokenizers (SentencePiece/Metaspace, "
+        "Unigram) would need their own post-processor and are refused rather than built silently wrong."
+    )
+
+
+def _template_from_encoding(encoding: Any, dump_tokens: list[str]) -> list[str]:
+    """Rewrite a probe encoding as a TemplateProcessing template, inserting the DUMP tokens before ``$A``."""
+    template: list[str] = []
+    previous_sequence: int | None = None
+    for token, type_id, sequence_id, is_special in zip(
+        encoding.tokens, encoding.type_ids, encoding.sequence_ids, encoding.special_tokens_mask
+    ):
+        if is_special or sequence_id is None:
+            template.append(f"{token}:{type_id}")
+            previous_sequence = None
+            continue
+        if sequence_id == previous_sequence:
+            continue
+        if sequence_id == 0:
+            template.extend(f"{name}:0" for name in dump_tokens)
+        template.append(f"${'A' if sequence_id == 0 else 'B'}:{type_id}")
+        previous_sequence = sequence_id
+    return template
+
+
+def add_dump_tokens(tokenizer: PreTrainedTokenizerBase, num_dump_tokens: int) -> DumpTokens:
+    """Add ``[DUMP1]..[DUMPK]`` as special tokens and make the post-processor prepend them (in place).
+
+    The tokens go right after the special tokens the tokenizer already puts in front ([CLS] for BERT, BOS for
+    Llama-3), or first when it puts none (GPT-2, Qwen2, SmolLM2). K = 0 rebuilds the same template with no
+    DUMP tokens, so the baseline goes through the same code path.
+    """
+    if not isinstance(num_dump_tokens, int) or num_dump_tokens < 0:
+        raise ValueError(f"num_dump_tokens must be an integer >= 0; got {num_dump_tokens!r}.")
+    kind = tokenizer_kind(tokenizer)
+    names = dump_token_names(num_dump_tokens)
+    vocab = tokenizer.get_vocab()
+    if "[DUMP1]" in vocab:
+        raise ValueError(
+            "This tokenizer already has [DUMP] tokens (it comes from a DumpEmbed model); build from the original "
+            "backbone instead."
+        )
+    backend = tokenizer.backend_tokenizer
+    # Fixed-length padding or truncation baked into tokenizer.json would apply in every runtime; the caller
+    # (transformers, sentence-transformers, TEI) decides those per call.
+    backend.no_padding()
+    backend.no_truncation()
+    single = backend.encode(_PROBE_A, add_special_tokens=True)
+    pair = backend.encode(_PROBE_A, _PROBE_B, add_special_tokens=True)
+    offset = next(i for i, s in enumerate(single.sequence_ids) if s is not None)
+    specials = {
+        token: token_id
+        for encoding in (single, pair)
+        for token, token_id, is_special in zip(encoding.tokens, encoding.ids, encoding.special_tokens_mask)
+        if is_special
+    }
+    if names:
+        tokenizer.add_special_tokens(
+            {"extra_special_tokens": [AddedToken(n, special=True, normalized=False) for n in names]},
+            replace_extra_special_tokens=False,
+        )
+    ids = [tokenizer.convert_tokens_to_ids(n) for n in names]
+    specials.update(zip(names, ids))
+    template = processors.TemplateProcessing(
+        single=_template_from_encoding(single, names),
+        pair=_template_from_encoding(pair, names),
+        special_tokens=list(specials.items()),
+    )
+    if kind == "byte-level-bpe":
+        template = processors.Sequence([processors.ByteLevel(trim_offsets=False), template])
+    tokenizer.backend_tokenizer.post_processor = template
+    check_dump_prefix(tokenizer, tuple(ids), offset)
+    return DumpTokens(tokens=tuple(names), ids=tuple(ids), offset=offset, kind=kind)
+
+
+def check_dump_prefix(tokenizer: PreTrainedTokenizerBase, ids: tuple[int, ...], offset: int) -> None:
+    """Raise RuntimeError unless ``tokenizer`` puts exactly ``ids`` at ``offset`` (single and pair inputs)."""
+    for args in ((_PROBE_A,), (_PROBE_A, _PROBE_B)):
+        input_ids = tokenizer(*args)["input_ids"]
+        found = tuple(input_ids[offset : offset + len(ids)])
+        if found != ids:
+            raise RuntimeError(
+                f"The tokenizer does not prepend the [DUMP] tokens: expected {list(ids)} at position {offset}, "
+                f"got {input_ids}. This is a bug in hf_dumpembed for {type(tokenizer).__name__}; please report it."
+            )
+
+
+def save_dump_tokenizer(tokenizer: PreTrainedTokenizerBase, out_dir: str | Path, max_length: int | None) -> None:
+    """Save the tokenizer so that reloading keeps the post-processor (see docs/packaging.md traps 1-4)."""
+    out_dir = Path(out_dir)
+    if max_length is not None:
+        tokenizer.model_max_length = max_length
+    tokenizer.save_pretrained(out_dir)
+    config_path = out_dir / "tokenizer_config.json"
+    config = json.loads(config_path.read_text())
+    for key in _TEMPLATE_REBUILDING_KEYS:
+        config.pop(key, None)
+    # A model-specific class (BertTokenizer, ...) rebuilds its own template on load and drops the prefix.
+    config["tokenizer_class"] = "PreTrainedTokenizerFast"
+    config["model_input_names"] = list(tokenizer.model_input_names)
+    config_path.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n")
+    for stray in ("chat_template.jinja", "chat_template.json"):
+        (out_dir / stray).unlink(missing_ok=True)

@@ -1,0 +1,111 @@
+"""Encode the same texts through every way a user loads a DumpEmbed folder and compare the vectors."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+logger = logging.getLogger(__name__)
+
+SAMPLE_TEXTS = (
+    "A man is eating food.",
+    "A man is eating a piece of bread.",
+    "The girl is carrying a baby.",
+    "A man is riding a horse.",
+    "Retrieval models map queries and documents into one vector space, where nearness means relevance.",
+)
+# An official MTEB retrieval task whose metadata ships with mteb (no download): only used to call the wrapper.
+MTEB_METADATA_TASK = "NQHardNegatives"
+
+
+def encode_with_automodel(model_dir: str | Path, texts: list[str], batch_size: int = 32) -> np.ndarray:
+    """`AutoModel.from_pretrained(..., trust_remote_code=True)` + its own tokenizer; right padding."""
+    from transformers import AutoModel, AutoTokenizer
+
+    model = AutoModel.from_pretrained(str(model_dir), trust_remote_code=True).eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir), trust_remote_code=True)
+    chunks = []
+    with torch.inference_mode():
+        for start in range(0, len(texts), batch_size):
+            batch = tokenizer(list(texts[start : start + batch_size]), padding=True, truncation=True, return_tensors="pt")
+            chunks.append(model(**batch).sentence_embedding.float().numpy())
+    return np.concatenate(chunks)
+
+
+def encode_with_sentence_transformers(
+    model_dir: str | Path, texts: list[str], trust_remote_code: bool = True
+) -> np.ndarray:
+    """`SentenceTransformer(path, trust_remote_code=...)`, `encode_document`."""
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(model_dir), trust_remote_code=trust_remote_code)
+    return model.encode_document(list(texts), convert_to_numpy=True)
+
+
+def encode_with_mteb(model_dir: str | Path, texts: list[str]) -> np.ndarray:
+    """mteb's stock `SentenceTransformerEncoderWrapper` with `trust_remote_code=True`, as `mteb.evaluate` calls it."""
+    import mteb
+    from datasets import Dataset
+    from mteb.types import PromptType
+    from torch.utils.data import DataLoader
+
+    wrapper = mteb.SentenceTransformerEncoderWrapper(str(model_dir), trust_remote_code=True)
+    loader = DataLoader(Dataset.from_dict({"text": list(texts)}), batch_size=32)
+    return np.asarray(
+        wrapper.encode(
+            loader,
+            task_metadata=mteb.get_task(MTEB_METADATA_TASK).metadata,
+            hf_split="test",
+            hf_subset="default",
+            prompt_type=PromptType.document,
+        )
+    )
+
+
+@dataclass
+class ParityReport:
+    """Max absolute difference of each load path's vectors from the AutoModel reference."""
+
+    reference: str = "automodel"
+    max_abs_diff: dict[str, float] = field(default_factory=dict)
+    dimension: int = 0
+    tolerance: float = 1e-5
+
+    @property
+    def ok(self) -> bool:
+        return all(diff <= self.tolerance for diff in self.max_abs_diff.values())
+
+    def describe(self) -> str:
+        lines = [f"embedding dimension {self.dimension}; max |Δ| vs {self.reference} (tolerance {self.tolerance:g}):"]
+        for path, diff in self.max_abs_diff.items():
+            lines.append(f"  {path:<24} {diff:.2e}  {'ok' if diff <= self.tolerance else 'MISMATCH'}")
+        return "\n".join(lines)
+
+
+def check_load_paths(
+    model_dir: str | Path,
+    texts: list[str] | tuple[str, ...] = SAMPLE_TEXTS,
+    stock_export_dir: str | Path | None = None,
+    include_mteb: bool = True,
+    tolerance: float = 1e-5,
+) -> ParityReport:
+    """Encode ``texts`` through AutoModel, SentenceTransformer, MTEB (and a stock export) and compare."""
+    texts = list(texts)
+    reference = encode_with_automodel(model_dir, texts)
+    others = {"sentence-transformers": encode_with_sentence_transformers(model_dir, texts)}
+    if include_mteb:
+        others["mteb"] = encode_with_mteb(model_dir, texts)
+    if stock_export_dir is not None:
+        others["stock export (no remote)"] = encode_with_sentence_transformers(
+            stock_export_dir, texts, trust_remote_code=False
+        )
+    report = ParityReport(dimension=reference.shape[1], tolerance=tolerance)
+    for name, vectors in others.items():
+        if vectors.shape != reference.shape:
+            raise ValueError(f"{name} gives vectors of shape {vectors.shape}, AutoModel gives {reference.shape}.")
+        report.max_abs_diff[name] = float(np.abs(vectors - reference).max())
+    return report
