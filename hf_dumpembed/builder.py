@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 from sentence_transformers.util import load_file_path
-from transformers import AutoConfig, AutoModel, AutoTokenizer, PretrainedConfig, PreTrainedTokenizerBase
+from transformers import AutoModel, AutoTokenizer, PretrainedConfig, PreTrainedTokenizerBase
 
 from .embeddings import DumpInit, grow_embeddings, init_dump_rows
 from .folders import staged_output
@@ -97,7 +97,9 @@ def load_backbone(backbone: str | Path, revision: str | None = None) -> tuple[to
     """Load the backbone (AutoModel, float32) and its tokenizer from a local folder or a Hub id."""
     name = str(backbone)
     try:
-        config = AutoConfig.from_pretrained(name, revision=revision)
+        config_dict, _ = PretrainedConfig.get_config_dict(name, revision=revision)
+        if config_dict.get("model_type") == DumpEmbedConfig.model_type:
+            raise ValueError(f"{name!r} is already a DumpEmbed model; build from its original backbone instead.")
         tokenizer = AutoTokenizer.from_pretrained(name, revision=revision)
         model = AutoModel.from_pretrained(name, revision=revision, dtype=torch.float32)
     except OSError as error:
@@ -105,8 +107,6 @@ def load_backbone(backbone: str | Path, revision: str | None = None) -> tuple[to
             f"Could not load the backbone {name!r}: {error}\nGive a local model folder, or a Hub id on a machine "
             "that can reach the Hub (HF_HUB_OFFLINE must be unset)."
         ) from error
-    if getattr(config, "model_type", None) == DumpEmbedConfig.model_type:
-        raise ValueError(f"{name!r} is already a DumpEmbed model; build from its original backbone instead.")
     return model, tokenizer
 
 

