@@ -9,6 +9,10 @@ from .remote import DumpEmbedConfig, DumpEmbedModel
 
 __version__ = "0.1.0"
 
+# Every save_pretrained of these classes copies the remote-code files and writes auto_map into config.json.
+DumpEmbedConfig.register_for_auto_class()
+DumpEmbedModel.register_for_auto_class("AutoModel")
+
 # Heavier entry points (they import sentence-transformers / mteb) load on first use.
 _LAZY = {
     "BuildOptions": "builder",

@@ -81,9 +81,11 @@ def is_decoder_backbone(config: PretrainedConfig) -> bool:
     return bool(getattr(config, "is_decoder", False))
 
 
-def _default_max_seq_length(backbone: str, tokenizer: PreTrainedTokenizerBase, config: PretrainedConfig) -> int:
+def _default_max_seq_length(
+    backbone: str, tokenizer: PreTrainedTokenizerBase, config: PretrainedConfig, revision: str | None
+) -> int:
     """sentence-transformers' `max_seq_length` of the backbone if it has one, else the tokenizer/position limit."""
-    st_config = load_file_path(backbone, "sentence_bert_config.json")
+    st_config = load_file_path(backbone, "sentence_bert_config.json", revision=revision)
     if st_config is not None:
         value = json.loads(Path(st_config).read_text()).get("max_seq_length")
         if value:
@@ -91,6 +93,16 @@ def _default_max_seq_length(backbone: str, tokenizer: PreTrainedTokenizerBase, c
     limits = [tokenizer.model_max_length, getattr(config, "max_position_embeddings", None)]
     finite = [int(x) for x in limits if x is not None and x < 1_000_000]
     return min(finite) if finite else 512
+
+
+def ensure_pad_token(tokenizer: PreTrainedTokenizerBase) -> None:
+    """Batched encoding needs a pad token; decoders often have none, so reuse EOS (pooling ignores padding)."""
+    if tokenizer.pad_token is not None:
+        return
+    if tokenizer.eos_token is None:
+        raise ValueError("The tokenizer has neither a pad token nor an EOS token to pad with; set tokenizer.pad_token.")
+    tokenizer.pad_token = tokenizer.eos_token
+    logger.info("The tokenizer has no pad token; padding with its EOS token %r", tokenizer.eos_token)
 
 
 def load_backbone(backbone: str | Path, revision: str | None = None) -> tuple[torch.nn.Module, PreTrainedTokenizerBase]:
@@ -117,8 +129,15 @@ def build_dump_model(
     model, tokenizer = load_backbone(backbone, revision)
     decoder = is_decoder_backbone(model.config)
     pooling = options.pooling or (Pooling.LAST if decoder else Pooling.CLS)
-    max_seq_length = options.max_seq_length or _default_max_seq_length(str(backbone), tokenizer, model.config)
+    max_seq_length = options.max_seq_length or _default_max_seq_length(str(backbone), tokenizer, model.config, revision)
 
+    position_limit = getattr(model.config, "max_position_embeddings", None)
+    if position_limit is not None and max_seq_length > position_limit:
+        raise ValueError(
+            f"max_seq_length={max_seq_length} exceeds the backbone's position limit {position_limit}; "
+            f"use --max-seq-length {position_limit} or less."
+        )
+    ensure_pad_token(tokenizer)
     dump = add_dump_tokens(tokenizer, options.num_dump_tokens)
     if dump.ids:
         grow_embeddings(model, max(dump.ids) + 1)
@@ -155,8 +174,6 @@ def save_dump_model(
     The folder is written to a staging directory first and moved into place only when complete, so an error
     never leaves a half-written model behind (and an existing folder is never touched without `overwrite`).
     """
-    DumpEmbedConfig.register_for_auto_class()
-    DumpEmbedModel.register_for_auto_class("AutoModel")
     with staged_output(out_dir, overwrite=overwrite) as staging:
         model.save_pretrained(staging, safe_serialization=True)
         save_dump_tokenizer(tokenizer, staging, max_length=tokenizer.model_max_length)

@@ -80,7 +80,7 @@ def _template_from_encoding(encoding: Any, dump_tokens: list[str]) -> list[str]:
     template: list[str] = []
     previous_sequence: int | None = None
     for token, type_id, sequence_id, is_special in zip(
-        encoding.tokens, encoding.type_ids, encoding.sequence_ids, encoding.special_tokens_mask
+        encoding.tokens, encoding.type_ids, encoding.sequence_ids, encoding.special_tokens_mask, strict=True
     ):
         if is_special or sequence_id is None:
             template.append(f"{token}:{type_id}")
@@ -123,7 +123,7 @@ def add_dump_tokens(tokenizer: PreTrainedTokenizerBase, num_dump_tokens: int) ->
     specials = {
         token: token_id
         for encoding in (single, pair)
-        for token, token_id, is_special in zip(encoding.tokens, encoding.ids, encoding.special_tokens_mask)
+        for token, token_id, is_special in zip(encoding.tokens, encoding.ids, encoding.special_tokens_mask, strict=True)
         if is_special
     }
     if names:
@@ -132,7 +132,7 @@ def add_dump_tokens(tokenizer: PreTrainedTokenizerBase, num_dump_tokens: int) ->
             replace_extra_special_tokens=False,
         )
     ids = [tokenizer.convert_tokens_to_ids(n) for n in names]
-    specials.update(zip(names, ids))
+    specials.update(zip(names, ids, strict=True))
     template = processors.TemplateProcessing(
         single=_template_from_encoding(single, names),
         pair=_template_from_encoding(pair, names),

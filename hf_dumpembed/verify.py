@@ -31,7 +31,8 @@ def encode_with_automodel(model_dir: str | Path, texts: list[str], batch_size: i
     chunks = []
     with torch.inference_mode():
         for start in range(0, len(texts), batch_size):
-            batch = tokenizer(list(texts[start : start + batch_size]), padding=True, truncation=True, return_tensors="pt")
+            chunk = list(texts[start : start + batch_size])
+            batch = tokenizer(chunk, padding=True, truncation=True, return_tensors="pt")
             chunks.append(model(**batch).sentence_embedding.float().numpy())
     return np.concatenate(chunks)
 

@@ -16,9 +16,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import pytest  # noqa: E402
 
-from tests import tiny_models  # noqa: E402
-
 from hf_dumpembed.builder import BuildOptions, build  # noqa: E402
+from tests import tiny_models  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,6 @@ import json
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -195,3 +194,25 @@ def test_max_seq_length_reaches_sentence_transformers(tiny_bert, tmp_path):
     assert len(ids) == 16 and ids[1:5] == json.loads((model_dir / "config.json").read_text())["dump_token_ids"]
 
 
+
+
+def test_a_decoder_without_pad_token_pads_with_eos(tiny_gpt2, tmp_path):
+    import shutil
+
+    source = tmp_path / "no-pad"
+    shutil.copytree(tiny_gpt2, source)
+    config_path = source / "tokenizer_config.json"
+    config = json.loads(config_path.read_text())
+    config.pop("pad_token")
+    config_path.write_text(json.dumps(config))
+    assert AutoTokenizer.from_pretrained(str(source)).pad_token is None
+    model_dir = build(source, tmp_path / "model", BuildOptions(num_dump_tokens=2))
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir), trust_remote_code=True)
+    assert tokenizer.pad_token == tokenizer.eos_token == "<|endoftext|>"
+    assert check_load_paths(model_dir, include_mteb=False).ok
+
+
+def test_max_seq_length_beyond_the_position_limit_is_refused(tiny_bert, tmp_path):
+    with pytest.raises(ValueError, match="exceeds the backbone's position limit 128"):
+        build(tiny_bert, tmp_path / "m", BuildOptions(max_seq_length=4096))
+    assert not (tmp_path / "m").exists()

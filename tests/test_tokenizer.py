@@ -23,7 +23,12 @@ def _prefix(tokenizer, ids: list[int], k: int, offset: int) -> list[str]:
 
 @pytest.mark.parametrize(
     ("fixture", "offset", "first_token"),
-    [("tiny_bert", 1, "[CLS]"), ("tiny_llama", 1, "<|begin_of_text|>"), ("tiny_gpt2", 0, None), ("tiny_qwen2", 0, None)],
+    [
+        ("tiny_bert", 1, "[CLS]"),
+        ("tiny_llama", 1, "<|begin_of_text|>"),
+        ("tiny_gpt2", 0, None),
+        ("tiny_qwen2", 0, None),
+    ],
 )
 def test_prefix_goes_after_the_leading_special_token(request, fixture, offset, first_token):
     tokenizer = _load(request.getfixturevalue(fixture))

@@ -72,7 +72,8 @@ def main() -> None:
         "DumpEmbed K=4": SentenceTransformer(str(k4), trust_remote_code=True),
         "DumpEmbed K=4 stock export": SentenceTransformer(str(stock)),
     }
-    lengths = [len(ids) for ids in models["DumpEmbed K=0"].tokenizer(texts, truncation=True, max_length=256)["input_ids"]]
+    k0_tokenizer = models["DumpEmbed K=0"].tokenizer
+    lengths = [len(ids) for ids in k0_tokenizer(texts, truncation=True, max_length=256)["input_ids"]]
     mean_length = statistics.mean(lengths)
     for model in models.values():  # warm-up
         model.encode(texts[: args.batch_size], batch_size=args.batch_size)
