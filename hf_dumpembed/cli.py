@@ -54,6 +54,12 @@ def _verify(args: argparse.Namespace) -> None:
         raise SystemExit(1)
 
 
+def _card(args: argparse.Namespace) -> None:
+    from .card import write_card
+
+    _say(f"Wrote {write_card(args.model, model_id=args.model_id, revision=args.revision)}")
+
+
 def _assets(args: argparse.Namespace) -> None:
     from .assets import default_decoder_path, default_encoder_path
 
@@ -133,6 +139,19 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--texts", default=None, help="a text file, one input per line (default: built-in samples)")
     verify.add_argument("--tolerance", type=float, default=1e-5, help="largest allowed |difference| (default: 1e-5)")
     verify.set_defaults(func=_verify)
+
+    card = commands.add_parser(
+        "card",
+        help="render the model card (README.md) of a model folder",
+        description="Render model_cards/dumpembed.md into MODEL/README.md from what the folder holds: YAML front "
+        "matter, usage snippets (sentence-transformers, transformers, stock export, MTEB), the [DUMP] set-up, "
+        "limitations and citations. Sections whose data the folder lacks are left out.",
+    )
+    card.add_argument("model", help="a DumpEmbed model folder")
+    card.add_argument("--model-id", default=None, help="what the usage snippets load, e.g. a Hub repo id "
+                      "(default: the folder path)")
+    card.add_argument("--revision", default=None, help="commit sha the snippets pin (revision=...)")
+    card.set_defaults(func=_card)
 
     assets = commands.add_parser(
         "assets",

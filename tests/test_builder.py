@@ -22,6 +22,7 @@ from hf_dumpembed.verify import SAMPLE_TEXTS, check_load_paths, encode_with_auto
 EXPECTED_FILES = {
     "config.json", "configuration_dumpembed.py", "modeling_dumpembed.py", "model.safetensors", "tokenizer.json",
     "tokenizer_config.json", "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json",
+    "README.md",
 }
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from hf_dumpembed.cli import build_parser, main
 
-SUBCOMMANDS = ["build", "export-st", "verify", "assets", "quickstart"]
+SUBCOMMANDS = ["build", "export-st", "verify", "card", "assets", "quickstart"]
 
 
 @pytest.mark.parametrize("command", [[], *[[c] for c in SUBCOMMANDS]])
