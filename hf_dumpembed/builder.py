@@ -10,19 +10,20 @@ from pathlib import Path
 
 import torch
 from sentence_transformers.util import load_file_path
-from transformers import AutoModel, AutoTokenizer, PretrainedConfig, PreTrainedTokenizerBase
+from transformers import AutoModel, AutoTokenizer, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
 
 from .assets import embedded_hub_id
 from .card import write_card
 from .embeddings import DumpInit, grow_embeddings, init_dump_rows
-from .folders import staged_output
+from .folders import check_output_dir, staged_output
 from .remote import DumpEmbedConfig, DumpEmbedModel
+from .remote.modeling_dumpembed import DumpProjection
 from .st_files import write_sentence_transformers_files
 from .tokenizer import add_dump_tokens, save_dump_tokenizer
 
 logger = logging.getLogger(__name__)
 
-_CAUSAL_ARCHITECTURE_SUFFIXES = ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")
+_CAUSAL_ARCHITECTURE_SUFFIXES = ("ForCausalLM", "LMHeadModel")
 
 
 class Pooling(str, Enum):
@@ -124,11 +125,25 @@ def load_backbone(backbone: str | Path, revision: str | None = None) -> tuple[to
     return model, tokenizer
 
 
+def wrap_backbone(config: DumpEmbedConfig, backbone: PreTrainedModel) -> DumpEmbedModel:
+    """A `DumpEmbedModel` around an already loaded backbone, without allocating a second copy of its weights."""
+    with torch.device("meta"):
+        model = DumpEmbedModel(config)
+    model.backbone = backbone
+    model.projection = DumpProjection(config.hidden_size, config.projection_dim)
+    return model.eval()
+
+
 def build_dump_model(
     backbone: str | Path, options: BuildOptions = BuildOptions(), revision: str | None = None
 ) -> tuple[DumpEmbedModel, PreTrainedTokenizerBase]:
     """Wrap a backbone as a `DumpEmbedModel` with K [DUMP] tokens; returns the model and its tokenizer."""
     model, tokenizer = load_backbone(backbone, revision)
+    if getattr(model.config, "is_encoder_decoder", False):
+        raise ValueError(
+            f"{backbone!r} is an encoder-decoder model ({model.config.model_type}); DumpEmbed wraps encoders and "
+            "decoders only. Save its encoder on its own (e.g. T5EncoderModel) and build from that folder."
+        )
     decoder = is_decoder_backbone(model.config)
     pooling = options.pooling or (Pooling.LAST if decoder else Pooling.CLS)
     max_seq_length = options.max_seq_length or _default_max_seq_length(str(backbone), tokenizer, model.config, revision)
@@ -157,9 +172,7 @@ def build_dump_model(
         base_model=embedded_hub_id(backbone) or str(backbone),
         dump_init=options.init.value,
     )
-    dump_model = DumpEmbedModel(config)
-    dump_model.backbone.load_state_dict(model.state_dict(), strict=True)
-    dump_model.eval()
+    dump_model = wrap_backbone(config, model)
     logger.info(
         "Built DumpEmbed model: backbone %s (%s), K=%d at offset %d, pooling %s, max_seq_length %d",
         backbone, "decoder" if decoder else "encoder", options.num_dump_tokens, dump.offset, pooling.value,
@@ -192,5 +205,6 @@ def build(
     overwrite: bool = False,
 ) -> Path:
     """`build_dump_model` then `save_dump_model`: the `hf-dumpembed build` command."""
+    check_output_dir(out_dir, overwrite)  # fail before loading anything
     model, tokenizer = build_dump_model(backbone, options, revision)
     return save_dump_model(model, tokenizer, out_dir, overwrite=overwrite)

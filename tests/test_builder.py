@@ -217,3 +217,23 @@ def test_max_seq_length_beyond_the_position_limit_is_refused(tiny_bert, tmp_path
     with pytest.raises(ValueError, match="exceeds the backbone's position limit 128"):
         build(tiny_bert, tmp_path / "m", BuildOptions(max_seq_length=4096))
     assert not (tmp_path / "m").exists()
+
+
+def test_built_model_holds_no_meta_tensors(tiny_llama):
+    model, _ = build_dump_model(tiny_llama, BuildOptions(num_dump_tokens=2))
+    tensors = list(model.named_parameters()) + list(model.named_buffers())
+    assert not [name for name, tensor in tensors if tensor.is_meta]
+    assert model.backbone.config is model.config.text_config
+
+
+def test_encoder_decoder_backbones_are_refused(tmp_path):
+    from transformers import T5Config, T5Model
+
+    from tests.tiny_models import wordpiece_tokenizer
+
+    tokenizer = wordpiece_tokenizer()
+    config = T5Config(vocab_size=len(tokenizer), d_model=32, d_ff=64, num_layers=1, num_heads=4, d_kv=8)
+    T5Model(config).save_pretrained(tmp_path / "t5")
+    tokenizer.save_pretrained(tmp_path / "t5")
+    with pytest.raises(ValueError, match="encoder-decoder model"):
+        build(tmp_path / "t5", tmp_path / "out")
