@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import sys
 from collections.abc import Sequence
 from pathlib import Path
+
+from .console import say
 
 DESCRIPTION = """\
 Build, export and check DumpEmbed text-embedding models: a tokenizer that prepends K trainable [DUMP]
@@ -27,7 +28,7 @@ def _build(args: argparse.Namespace) -> None:
         seed=args.seed,
     )
     out = build(args.backbone, args.out, options, revision=args.revision, overwrite=args.overwrite)
-    _say(f"Wrote {out}")
+    say(f"Wrote {out}")
 
 
 def _export_st(args: argparse.Namespace) -> None:
@@ -35,10 +36,10 @@ def _export_st(args: argparse.Namespace) -> None:
     from .verify import check_load_paths
 
     out = export_stock_st(args.model, args.out, overwrite=args.overwrite)
-    _say(f"Wrote {out}")
+    say(f"Wrote {out}")
     if not args.no_check:
         report = check_load_paths(args.model, stock_export_dir=out, include_mteb=False)
-        _say(report.describe())
+        say(report.describe())
         if not report.ok:
             raise SystemExit("The stock export does not reproduce the model's vectors (see above).")
 
@@ -49,7 +50,7 @@ def _verify(args: argparse.Namespace) -> None:
     texts = Path(args.texts).read_text().splitlines() if args.texts else None
     kwargs = {"texts": [t for t in texts if t.strip()]} if texts else {}
     report = check_load_paths(args.model, stock_export_dir=args.stock, tolerance=args.tolerance, **kwargs)
-    _say(report.describe())
+    say(report.describe())
     if not report.ok:
         raise SystemExit(1)
 
@@ -57,15 +58,15 @@ def _verify(args: argparse.Namespace) -> None:
 def _card(args: argparse.Namespace) -> None:
     from .card import write_card
 
-    _say(f"Wrote {write_card(args.model, model_id=args.model_id, revision=args.revision)}")
+    say(f"Wrote {write_card(args.model, model_id=args.model_id, revision=args.revision)}")
 
 
 def _assets(args: argparse.Namespace) -> None:
     from .assets import default_decoder_path, default_encoder_path
 
-    _say(f"encoder  {default_encoder_path()}")
+    say(f"encoder  {default_encoder_path()}")
     if args.decoder:
-        _say(f"decoder  {default_decoder_path()}")
+        say(f"decoder  {default_decoder_path()}")
 
 
 def _quickstart(args: argparse.Namespace) -> None:
@@ -80,9 +81,6 @@ def _quickstart(args: argparse.Namespace) -> None:
         )
     )
 
-
-def _say(line: str) -> None:
-    sys.stdout.write(line + "\n")
 
 
 def build_parser() -> argparse.ArgumentParser:

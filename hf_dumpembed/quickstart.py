@@ -7,7 +7,6 @@ interrupted run resumes where it stopped.
 from __future__ import annotations
 
 import logging
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from pathlib import Path
 
 from .assets import default_decoder_path, default_encoder_path
 from .builder import BuildOptions, build
+from .console import say
 from .export import export_stock_st
 from .verify import ParityReport, check_load_paths
 
@@ -37,17 +37,13 @@ def _is_complete(folder: Path) -> bool:
 
 def _step(number: int, total: int, title: str, out: Path, make: Callable[[], object], overwrite: bool) -> None:
     if _is_complete(out) and not overwrite:
-        _say(f"[{number}/{total}] {title}: already done ({out}), skipping")
+        say(f"[{number}/{total}] {title}: already done ({out}), skipping")
         return
-    _say(f"[{number}/{total}] {title} -> {out}")
+    say(f"[{number}/{total}] {title} -> {out}")
     started = time.perf_counter()
     make()
-    _say(f"        done in {time.perf_counter() - started:.1f} s")
+    say(f"        done in {time.perf_counter() - started:.1f} s")
 
-
-def _say(line: str) -> None:
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()
 
 
 def run_quickstart(options: QuickstartOptions = QuickstartOptions()) -> dict[str, ParityReport]:
@@ -75,20 +71,20 @@ def run_quickstart(options: QuickstartOptions = QuickstartOptions()) -> dict[str
     for number, (title, folder, make) in enumerate(plan, start=1):
         _step(number, total, title, folder, make, options.overwrite)
 
-    _say(f"[{total}/{total}] Encode through AutoModel, SentenceTransformer, MTEB and the stock export")
+    say(f"[{total}/{total}] Encode through AutoModel, SentenceTransformer, MTEB and the stock export")
     reports = {
         name: check_load_paths(out / name, stock_export_dir=out / f"{name}-stock")
         for name in [f"minilm-k{k}"] + ([f"smollm2-k{k}"] if options.decoder else [])
     }
     reports["minilm-k0"] = check_load_paths(out / "minilm-k0")
-    _say("")
+    say("")
     for name, report in reports.items():
-        _say(f"{name}: {report.describe()}")
+        say(f"{name}: {report.describe()}")
     _show_prefix(out / f"minilm-k{k}")
     failed = [name for name, report in reports.items() if not report.ok]
     if failed:
         raise RuntimeError(f"Load paths disagree for {failed}; see the table above.")
-    _say(f"\nAll load paths agree. Models are in {out.resolve()}")
+    say(f"\nAll load paths agree. Models are in {out.resolve()}")
     return reports
 
 
@@ -100,4 +96,4 @@ def _show_prefix(model_dir: Path) -> None:
     text = "Dump tokens give attention somewhere harmless to go."
     full = tokenizer.convert_ids_to_tokens(tokenizer(text)["input_ids"])
     cut = tokenizer.convert_ids_to_tokens(tokenizer(text, truncation=True, max_length=8)["input_ids"])
-    _say(f"\nTokenized by {model_dir.name}:\n  {' '.join(full)}\n  truncated to 8: {' '.join(cut)}")
+    say(f"\nTokenized by {model_dir.name}:\n  {' '.join(full)}\n  truncated to 8: {' '.join(cut)}")
