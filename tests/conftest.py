@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
 # Set before transformers / mteb are imported anywhere: nothing may wait on the network.
 _CACHE = Path(tempfile.mkdtemp(prefix="hf_dumpembed-tests-"))
+atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("HF_HOME", str(_CACHE / "hf_home"))
