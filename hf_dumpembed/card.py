@@ -15,8 +15,7 @@ from huggingface_hub import ModelCard, ModelCardData
 
 from .assets import EMBEDDED_MODELS
 
-TEMPLATE_DIR = Path(__file__).resolve().parent / "model_cards"
-TEMPLATE = TEMPLATE_DIR / "dumpembed.md"
+TEMPLATE = Path(__file__).resolve().parent / "model_cards" / "dumpembed.md"
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 POOLING_TEXT = {"cls": "[CLS]", "last": "last-token", "mean": "mean"}
 INIT_TEXT = {
@@ -62,12 +61,18 @@ def prefix_template(model_dir: Path) -> str:
     return " ".join(pieces).replace("$A", "text")
 
 
-def card_context(model_dir: str | Path, model_id: str | None = None, revision: str | None = None) -> dict[str, Any]:
-    """Everything the template shows, read from ``model_dir``; snippets load ``model_id`` (default: the folder)."""
-    model_dir = Path(model_dir)
+def read_dump_config(model_dir: Path) -> dict[str, Any]:
+    """The folder's config.json; a clear error when it is not a DumpEmbed model."""
     config = _read_json(model_dir / "config.json")
     if config.get("model_type") != "dumpembed":
         raise ValueError(f"{model_dir} is not a DumpEmbed model folder (config.json model_type must be 'dumpembed').")
+    return config
+
+
+def card_context(
+    model_dir: Path, config: dict[str, Any], model_id: str | None = None, revision: str | None = None
+) -> dict[str, Any]:
+    """Everything the template shows, read from ``model_dir``; snippets load ``model_id`` (default: the folder)."""
     text_config = config["text_config"]
     tokenizer_config = _read_json(model_dir / "tokenizer_config.json")
     base_model = config.get("base_model") or ""
@@ -102,7 +107,6 @@ def card_context(model_dir: str | Path, model_id: str | None = None, revision: s
         "pooling_text": POOLING_TEXT[config.get("pooling", "cls")],
         "projected": projected,
         "projection_dim": config.get("projection_dim"),
-        "embedding_dim": config.get("projection_dim"),
         "normalize": config.get("normalize", True),
         "max_seq_length": tokenizer_config.get("model_max_length"),
         "limitations": limitations,
@@ -110,9 +114,9 @@ def card_context(model_dir: str | Path, model_id: str | None = None, revision: s
     }
 
 
-def card_metadata(model_dir: str | Path) -> ModelCardData:
+def card_metadata(config: dict[str, Any]) -> ModelCardData:
     """The YAML front matter: library, task, tags, and base model / license / language where they are known."""
-    base_model = _read_json(Path(model_dir) / "config.json").get("base_model") or ""
+    base_model = config.get("base_model") or ""
     known = EMBEDDED_MODELS.get(base_model, {})
     return ModelCardData(
         library_name="sentence-transformers",
@@ -130,8 +134,10 @@ def render_card(model_dir: str | Path, model_id: str | None = None, revision: st
     ``model_id`` is what the usage snippets load (a Hub repo id, or by default the folder's path) and
     ``revision`` the commit they pin.
     """
-    context = card_context(model_dir, model_id, revision)
-    card = ModelCard.from_template(card_metadata(model_dir), template_path=str(TEMPLATE), **context)
+    model_dir = Path(model_dir)
+    config = read_dump_config(model_dir)
+    context = card_context(model_dir, config, model_id, revision)
+    card = ModelCard.from_template(card_metadata(config), template_path=str(TEMPLATE), **context)
     return re.sub(r"\n{3,}", "\n\n", str(card)).strip() + "\n"
 
 

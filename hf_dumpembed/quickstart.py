@@ -45,7 +45,6 @@ def _step(number: int, total: int, title: str, out: Path, make: Callable[[], obj
     say(f"        done in {time.perf_counter() - started:.1f} s")
 
 
-
 def run_quickstart(options: QuickstartOptions = QuickstartOptions()) -> dict[str, ParityReport]:
     """Build K=0 and K=K DumpEmbed models from all-MiniLM-L6-v2 (and SmolLM2 with ``decoder``), export, verify."""
     out = Path(options.output_dir)
