@@ -79,7 +79,7 @@ def card_context(
     k = config.get("num_dump_tokens", 0)
     projected = bool(config.get("projection_info"))
     limitations = []
-    if k and not config.get("training"):
+    if k and not config.get("training_info"):
         limitations.append(
             "The [DUMP] embedding rows are initialised, not trained: the paper's gains come from fine-tuning the "
             "model with the tokens (InfoNCE with hard negatives). Use this folder as a starting point for training."

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
+import pkgutil
 from collections.abc import Sequence
 from pathlib import Path
 
+from . import commands as command_modules
 from .console import say
 
 DESCRIPTION = """\
@@ -80,7 +83,6 @@ def _quickstart(args: argparse.Namespace) -> None:
             overwrite=args.overwrite,
         )
     )
-
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -173,6 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
     quickstart.add_argument("--decoder", action="store_true", help="also build from SmolLM2-135M-Instruct")
     quickstart.add_argument("--overwrite", action="store_true", help="redo every step")
     quickstart.set_defaults(func=_quickstart)
+
+    for module in sorted(pkgutil.iter_modules(command_modules.__path__), key=lambda m: m.name):
+        importlib.import_module(f"{command_modules.__name__}.{module.name}").register(commands)
     return parser
 
 

@@ -37,6 +37,9 @@ class DumpEmbedConfig(PreTrainedConfig):
             The backbone this model was built from (Hub id or local path), for model cards and MTEB metadata.
         dump_init (`str`, *optional*):
             How the [DUMP] embedding rows were initialised (`mean`, `cls` or `normal`).
+        training_info (`dict`, *optional*):
+            What the model was fine-tuned on and how (datasets, hyperparameters, seed, steps); empty when the
+            folder was only built, never trained. Read by the model card and the MTEB metadata.
     """
 
     model_type = "dumpembed"
@@ -53,6 +56,7 @@ class DumpEmbedConfig(PreTrainedConfig):
     max_position_embeddings: int | None = None
     base_model: str | None = None
     dump_init: str | None = None
+    training_info: dict[str, Any] | None = None
 
     def __post_init__(self, **kwargs: Any) -> None:
         super().__post_init__(**kwargs)
@@ -61,6 +65,8 @@ class DumpEmbedConfig(PreTrainedConfig):
         self.dump_token_ids = [int(i) for i in self.dump_token_ids]
         if self.projection_info is None:
             self.projection_info = {}
+        if self.training_info is None:
+            self.training_info = {}
         if self.pooling not in POOLING_MODES:
             raise ValueError(f"pooling must be one of {POOLING_MODES}; got {self.pooling!r}.")
         if not isinstance(self.num_dump_tokens, int) or self.num_dump_tokens < 0:

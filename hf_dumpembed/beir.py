@@ -1,0 +1,156 @@
+"""BEIR-style retrieval folders: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``.
+
+One reader and one writer shared by the dataset builders, the mteb tasks, training and the projection fit.
+Every malformed line is an error naming the file and line; nothing is skipped silently.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+CORPUS_FILE = "corpus.jsonl"
+QUERIES_FILE = "queries.jsonl"
+QRELS_HEADER = ("query-id", "corpus-id", "score")
+
+
+@dataclass(frozen=True)
+class BeirData:
+    """A retrieval split: documents (id -> title/text), queries (id -> text) and relevance (query -> doc -> score)."""
+
+    corpus: dict[str, dict[str, str]]
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+
+    def document_text(self, doc_id: str) -> str:
+        """Title and text joined the way mteb joins them for retrieval."""
+        return document_text(self.corpus[doc_id])
+
+
+def document_text(document: Mapping[str, str]) -> str:
+    """``title + " " + text`` (just the text when there is no title)."""
+    title = (document.get("title") or "").strip()
+    return f"{title} {document['text']}".strip() if title else document["text"]
+
+
+def is_beir_folder(path: str | Path) -> bool:
+    """True when ``path`` is a folder holding ``corpus.jsonl``."""
+    return (Path(path) / CORPUS_FILE).is_file()
+
+
+def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line; a clear error on invalid JSON or a non-object line."""
+    with path.open(encoding="utf-8") as handle:
+        for line_number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path}:{line_number}: not valid JSON ({error.msg}).") from None
+            if not isinstance(row, dict):
+                raise ValueError(f"{path}:{line_number}: expected a JSON object, got {type(row).__name__}.")
+            yield line_number, row
+
+
+def _require_file(path: Path, what: str) -> Path:
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: a BEIR-style folder needs {what}.")
+    return path
+
+
+def load_corpus(folder: str | Path) -> dict[str, dict[str, str]]:
+    """``corpus.jsonl`` as id -> {"title", "text"}; each line needs ``_id`` and ``text``."""
+    path = _require_file(Path(folder) / CORPUS_FILE, 'corpus.jsonl with one {"_id", "title", "text"} per line')
+    corpus: dict[str, dict[str, str]] = {}
+    for line_number, row in read_jsonl(path):
+        if "_id" not in row or not isinstance(row.get("text"), str):
+            raise ValueError(f'{path}:{line_number}: a document needs "_id" and a string "text".')
+        doc_id = str(row["_id"])
+        if doc_id in corpus:
+            raise ValueError(f"{path}:{line_number}: duplicate document id {doc_id!r}.")
+        corpus[doc_id] = {"title": str(row.get("title") or ""), "text": row["text"]}
+    if not corpus:
+        raise ValueError(f"{path} holds no documents.")
+    return corpus
+
+
+def load_queries(folder: str | Path) -> dict[str, str]:
+    """``queries.jsonl`` as id -> text; each line needs ``_id`` and ``text``."""
+    path = _require_file(Path(folder) / QUERIES_FILE, 'queries.jsonl with one {"_id", "text"} per line')
+    queries: dict[str, str] = {}
+    for line_number, row in read_jsonl(path):
+        if "_id" not in row or not isinstance(row.get("text"), str):
+            raise ValueError(f'{path}:{line_number}: a query needs "_id" and a string "text".')
+        queries[str(row["_id"])] = row["text"]
+    return queries
+
+
+def load_qrels(folder: str | Path, split: str = "test") -> dict[str, dict[str, int]]:
+    """``qrels/<split>.tsv`` (header ``query-id corpus-id score``) as query id -> document id -> score."""
+    path = _require_file(Path(folder) / "qrels" / f"{split}.tsv", f"qrels/{split}.tsv (query-id, corpus-id, score)")
+    qrels: dict[str, dict[str, int]] = {}
+    with path.open(encoding="utf-8", newline="") as handle:
+        for line_number, fields in enumerate(csv.reader(handle, delimiter="\t"), start=1):
+            if not fields or (line_number == 1 and fields[0] == QRELS_HEADER[0]):
+                continue
+            if len(fields) != 3:
+                raise ValueError(f"{path}:{line_number}: expected 3 tab-separated fields, got {len(fields)}.")
+            try:
+                score = int(fields[2])
+            except ValueError:
+                raise ValueError(f"{path}:{line_number}: score {fields[2]!r} is not an integer.") from None
+            qrels.setdefault(fields[0], {})[fields[1]] = score
+    if not qrels:
+        raise ValueError(f"{path} holds no relevance judgements.")
+    return qrels
+
+
+def load_beir(folder: str | Path, split: str = "test") -> BeirData:
+    """Read and cross-check a split: every judged query and document must exist."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder} is not a folder; expected a BEIR-style folder (corpus.jsonl, ...).")
+    corpus, queries, qrels = load_corpus(folder), load_queries(folder), load_qrels(folder, split)
+    qrels_path = folder / "qrels" / f"{split}.tsv"
+    for query_id, judged in qrels.items():
+        if query_id not in queries:
+            raise ValueError(f"{qrels_path}: query id {query_id!r} is not in {folder / QUERIES_FILE}.")
+        missing = [doc_id for doc_id in judged if doc_id not in corpus]
+        if missing:
+            raise ValueError(f"{qrels_path}: document id {missing[0]!r} (query {query_id!r}) is not in the corpus.")
+    return BeirData(corpus=corpus, queries={q: queries[q] for q in qrels}, qrels=qrels)
+
+
+def write_beir(
+    folder: str | Path,
+    corpus: Mapping[str, Mapping[str, str]],
+    queries: Mapping[str, str],
+    qrels: Mapping[str, Mapping[str, int]],
+    split: str = "test",
+) -> Path:
+    """Write a BEIR-style folder (UTF-8, one JSON object per line, stable order); returns the folder."""
+    folder = Path(folder)
+    (folder / "qrels").mkdir(parents=True, exist_ok=True)
+    _write_jsonl(
+        folder / CORPUS_FILE,
+        ({"_id": i, "title": d.get("title", ""), "text": d["text"]} for i, d in corpus.items()),
+    )
+    _write_jsonl(folder / QUERIES_FILE, ({"_id": i, "text": t} for i, t in queries.items()))
+    with (folder / "qrels" / f"{split}.tsv").open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, delimiter="\t", lineterminator="\n")
+        writer.writerow(QRELS_HEADER)
+        for query_id, judged in qrels.items():
+            for doc_id, score in judged.items():
+                writer.writerow((query_id, doc_id, int(score)))
+    return folder
+
+
+def _write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+    with path.open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
