@@ -42,9 +42,65 @@ CITATIONS = """\
   note  = {arXiv:2606.07502}
 }"""
 
+METHOD_TEXT = {
+    "spectemp": "SpecTemp: PCA with spectral tempering, eigenvalue exponent γ(k) set from the SNR knee of the spectrum",
+    "embedfilter": "EmbedFilter: the middle band of the unembedding matrix's spectrum (edge directions removed)",
+    "pca": "PCA (centred, γ = 0)",
+    "whiten": "PCA whitening (γ = 1)",
+    "gamma": "γ-whitening (eigenvalue exponent γ)",
+    "truncate": "prefix truncation (first k dimensions)",
+    "random-truncate": "random truncation (a seeded choice of k dimensions)",
+    "random-project": "random Gaussian projection (seeded)",
+}
+# projection_info key -> label, in the order the card lists them.
+PROJECTION_FIELDS = {
+    "mode": "mode",
+    "dim": "output dimension k",
+    "gamma": "γ",
+    "knee": "knee (SNR rank)",
+    "ratio": "filter ratio τ",
+    "seed": "seed",
+    "fitted_at": "fitted",
+}
+TRAINING_FIELDS = {"loss": "loss", "steps": "steps", "seed": "seed", "trained_at": "trained"}
+TRAINING_SIDE_FILES = {
+    "config.yaml": "the resolved run configuration",
+    "environment.json": "library versions",
+    "data_files.json": "hashes of the data files",
+}
+
 
 def _read_json(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _present(value: Any) -> bool:
+    """True for a value worth a table row (None, empty strings and empty containers are left out)."""
+    return value is not None and value != "" and value != [] and value != {}
+
+
+def _fmt(value: Any) -> str:
+    """A metadata value as table text: floats to 4 significant digits, containers as compact JSON."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (dict, list)):
+        return "`" + json.dumps(value, separators=(", ", ": ")) + "`"
+    return str(value).replace("|", "\\|")
+
+
+def _rows(info: dict[str, Any], fields: dict[str, str]) -> list[tuple[str, str]]:
+    return [(label, _fmt(info[key])) for key, label in fields.items() if _present(info.get(key))]
+
+
+def is_hub_dataset(dataset: dict[str, Any]) -> bool:
+    """A training dataset is a Hub dataset when its name is ``owner/name`` and its path is that id (not a folder)."""
+    name = str(dataset.get("name") or "")
+    path = str(dataset.get("path") or "")
+    if not _HUB_ID.match(name) or Path(name).exists():
+        return False
+    return path in ("", name) or path.startswith(("hf://datasets/", "datasets/"))
 
 
 def prefix_template(model_dir: Path) -> str:
@@ -69,20 +125,123 @@ def read_dump_config(model_dir: Path) -> dict[str, Any]:
     return config
 
 
+def plot_images(model_dir: Path, listed: list[str]) -> list[tuple[str, str]]:
+    """(caption, relative path) of the PNG plots in ``model_dir/plots``: those ``listed`` first, then the rest."""
+    existing = sorted(p.relative_to(model_dir).as_posix() for p in (model_dir / "plots").glob("*.png"))
+    ordered = [p for p in listed if p in existing] + [p for p in existing if p not in listed]
+    return [(Path(p).stem.replace("_", " ").replace("-", " "), p) for p in ordered]
+
+
+def selectable_dims(projection_info: dict[str, Any]) -> list[int]:
+    """Output dimensions a user may pick at load time (``projection_dim=``), when the folder stores them."""
+    for key in ("selectable_dims", "available_dims", "load_time_dims", "dims"):
+        value = projection_info.get(key)
+        if isinstance(value, list) and value:
+            return [int(v) for v in value]
+    return []
+
+
+def projection_context(model_dir: Path, config: dict[str, Any]) -> dict[str, Any] | None:
+    """What the card says about the fitted projection (None when the projection is the identity)."""
+    info = config.get("projection_info") or {}
+    if not info:
+        return None
+    rows = _rows(info, PROJECTION_FIELDS)
+    corpus = info.get("corpus") or {}
+    if _present(corpus.get("path")):
+        rows.append(("corpus", f"`{corpus['path']}`"))
+    if _present(corpus.get("num_texts")):
+        rows.append(("corpus texts", f"{int(corpus['num_texts']):,}"))
+    if _present(corpus.get("sha256")):
+        rows.append(("corpus sha256", f"`{corpus['sha256']}`"))
+    method = str(info.get("method") or "")
+    return {
+        "method": method,
+        "method_text": METHOD_TEXT.get(method, method),
+        "rows": rows,
+        "plots": plot_images(model_dir, list(info.get("plots") or [])),
+        "selectable_dims": ", ".join(str(d) for d in selectable_dims(info)),
+        "example_dim": min(selectable_dims(info), default=None),
+    }
+
+
+def training_context(model_dir: Path, config: dict[str, Any]) -> dict[str, Any] | None:
+    """What the card says about fine-tuning (None for a folder that was only built)."""
+    info = config.get("training_info") or {}
+    if not info:
+        return None
+    datasets = []
+    for dataset in info.get("datasets") or []:
+        name = str(dataset.get("name") or dataset.get("path"))
+        details = []
+        if _present(dataset.get("path")) and dataset.get("path") != name:
+            details.append(f"from `{dataset['path']}`")
+        if _present(dataset.get("num_rows")):
+            details.append(f"{int(dataset['num_rows']):,} rows")
+        if _present(dataset.get("sha256")):
+            details.append(f"sha256 `{dataset['sha256']}`")
+        hub = is_hub_dataset(dataset)
+        link = f"[`{name}`](https://huggingface.co/datasets/{name})" if hub else f"`{name}`"
+        datasets.append((link, ", ".join(details), hub))
+    hyperparameters = info.get("hyperparameters") or {}
+    side_files = [(f"training/{name}", text) for name, text in TRAINING_SIDE_FILES.items()
+                  if (model_dir / "training" / name).exists()]
+    return {
+        "rows": _rows(info, TRAINING_FIELDS),
+        "hyperparameters": [(str(k), _fmt(v)) for k, v in hyperparameters.items() if _present(v)],
+        "datasets": datasets,
+        "side_files": side_files,
+    }
+
+
+def evaluation_context(results_dir: str | Path, names: list[str], model_name: str | None) -> dict[str, Any]:
+    """The evaluation table from mteb results under ``results_dir``."""
+    from .publishing.results import METRICS, eval_table
+
+    table = eval_table(results_dir, [model_name] if model_name else names)
+    columns = table.metric_columns
+    header = ["task", "split", "subset", *[METRICS[c] for c in columns], "main score"]
+    body = [
+        [f"`{row.task}`", row.split, row.subset, *[f"{row.metrics[c]:.4f}" for c in columns], f"{row.main_score:.4f}"]
+        for row in table.rows
+    ]
+    return {
+        "model_name": table.model_name,
+        "revision": table.revision,
+        "mteb_version": table.mteb_version,
+        "header": "| " + " | ".join(header) + " |",
+        "rule": "|" + "---|" * len(header),
+        "body": ["| " + " | ".join(cells) + " |" for cells in body],
+    }
+
+
 def card_context(
-    model_dir: Path, config: dict[str, Any], model_id: str | None = None, revision: str | None = None
+    model_dir: Path,
+    config: dict[str, Any],
+    model_id: str | None = None,
+    revision: str | None = None,
+    results_dir: str | Path | None = None,
+    results_model: str | None = None,
 ) -> dict[str, Any]:
     """Everything the template shows, read from ``model_dir``; snippets load ``model_id`` (default: the folder)."""
     text_config = config["text_config"]
     tokenizer_config = _read_json(model_dir / "tokenizer_config.json")
     base_model = config.get("base_model") or ""
     k = config.get("num_dump_tokens", 0)
-    projected = bool(config.get("projection_info"))
+    projection = projection_context(model_dir, config)
+    training = training_context(model_dir, config)
     limitations = []
-    if k and not config.get("training_info"):
+    if k and training is None:
         limitations.append(
             "The [DUMP] embedding rows are initialised, not trained: the paper's gains come from fine-tuning the "
             "model with the tokens (InfoNCE with hard negatives). Use this folder as a starting point for training."
+        )
+    if projection is not None:
+        corpus = ((config.get("projection_info") or {}).get("corpus") or {}).get("path")
+        source = f" on `{corpus}`" if corpus else ""
+        limitations.append(
+            f"The projection was fitted{source}: its mean and spectrum describe that text, and may suit text of a "
+            "very different kind less well."
         )
     limitations.append(
         f"Inputs are truncated to {tokenizer_config.get('model_max_length')} tokens, [DUMP] and special tokens "
@@ -91,6 +250,16 @@ def card_context(
     limitations.append("Loading needs `trust_remote_code=True` (or use the stock export, which does not).")
 
     model_id = model_id or str(model_dir)
+    evaluation = None
+    if results_dir is not None:
+        evaluation = evaluation_context(results_dir, [model_id, model_dir.name], results_model)
+    dump_rows = [("K", str(k)),
+                 ("tokens (ids)", ", ".join(f"[DUMP{i + 1}] ({t})" for i, t in enumerate(config.get("dump_token_ids",
+                                                                                                    []))))]
+    dump_rows.append(("placement", f"`{prefix_template(model_dir)}`"))
+    if config.get("dump_init") in INIT_TEXT:
+        dump_rows.append(("initialisation", INIT_TEXT[config["dump_init"]]))
+    dump_rows.append(("pooling", POOLING_TEXT[config.get("pooling", "cls")]))
     return {
         "title": model_id.rstrip("/").split("/")[-1],
         "model_id": model_id,
@@ -101,11 +270,12 @@ def card_context(
         "num_layers": text_config.get("num_hidden_layers"),
         "hidden_size": text_config.get("hidden_size"),
         "num_dump_tokens": k,
-        "dump_tokens": ", ".join(f"[DUMP{i + 1}] ({t})" for i, t in enumerate(config.get("dump_token_ids", []))),
-        "template": prefix_template(model_dir),
-        "dump_init_text": INIT_TEXT.get(config.get("dump_init") or "", "not recorded"),
+        "dump_rows": dump_rows,
         "pooling_text": POOLING_TEXT[config.get("pooling", "cls")],
-        "projected": projected,
+        "projected": projection is not None,
+        "projection": projection,
+        "training": training,
+        "evaluation": evaluation,
         "projection_dim": config.get("projection_dim"),
         "normalize": config.get("normalize", True),
         "max_seq_length": tokenizer_config.get("model_max_length"),
@@ -115,34 +285,56 @@ def card_context(
 
 
 def card_metadata(config: dict[str, Any]) -> ModelCardData:
-    """The YAML front matter: library, task, tags, and base model / license / language where they are known."""
+    """The YAML front matter: library, task, tags, and base model / datasets / license / language where known."""
     base_model = config.get("base_model") or ""
     known = EMBEDDED_MODELS.get(base_model, {})
+    tags = ["sentence-transformers", "feature-extraction", "sentence-similarity", "dumpembed"]
+    if config.get("num_dump_tokens"):
+        tags.append("dump-tokens")
+    method = (config.get("projection_info") or {}).get("method")
+    if method:
+        tags.append(str(method))
+    datasets = [d["name"] for d in (config.get("training_info") or {}).get("datasets") or [] if is_hub_dataset(d)]
     return ModelCardData(
         library_name="sentence-transformers",
         pipeline_tag="sentence-similarity",
-        tags=["sentence-transformers", "feature-extraction", "sentence-similarity", "dumpembed", "dump-tokens"],
-        base_model=base_model if _HUB_ID.match(base_model) else None,
+        tags=tags,
+        base_model=base_model if _HUB_ID.match(base_model) and not Path(base_model).exists() else None,
+        datasets=datasets or None,
         license=known.get("license"),
         language=known.get("language"),
     )
 
 
-def render_card(model_dir: str | Path, model_id: str | None = None, revision: str | None = None) -> str:
+def render_card(
+    model_dir: str | Path,
+    model_id: str | None = None,
+    revision: str | None = None,
+    results_dir: str | Path | None = None,
+    results_model: str | None = None,
+) -> str:
     """The model card of ``model_dir`` as markdown with YAML front matter.
 
     ``model_id`` is what the usage snippets load (a Hub repo id, or by default the folder's path) and
-    ``revision`` the commit they pin.
+    ``revision`` the commit they pin. ``results_dir`` holds mteb results (``<model>/<revision>/<Task>.json``)
+    for the evaluation table; ``results_model`` picks the model there when it holds several.
     """
     model_dir = Path(model_dir)
     config = read_dump_config(model_dir)
-    context = card_context(model_dir, config, model_id, revision)
+    context = card_context(model_dir, config, model_id, revision, results_dir, results_model)
     card = ModelCard.from_template(card_metadata(config), template_path=str(TEMPLATE), **context)
     return re.sub(r"\n{3,}", "\n\n", str(card)).strip() + "\n"
 
 
-def write_card(model_dir: str | Path, model_id: str | None = None, revision: str | None = None) -> Path:
+def write_card(
+    model_dir: str | Path,
+    model_id: str | None = None,
+    revision: str | None = None,
+    results_dir: str | Path | None = None,
+    results_model: str | None = None,
+) -> Path:
     """Render the card into ``model_dir/README.md``."""
+    text = render_card(model_dir, model_id, revision, results_dir, results_model)
     path = Path(model_dir) / "README.md"
-    path.write_text(render_card(model_dir, model_id, revision))
+    path.write_text(text)
     return path

@@ -61,7 +61,9 @@ def _verify(args: argparse.Namespace) -> None:
 def _card(args: argparse.Namespace) -> None:
     from .card import write_card
 
-    say(f"Wrote {write_card(args.model, model_id=args.model_id, revision=args.revision)}")
+    path = write_card(args.model, model_id=args.model_id, revision=args.revision, results_dir=args.results,
+                      results_model=args.results_model)
+    say(f"Wrote {path}")
 
 
 def _assets(args: argparse.Namespace) -> None:
@@ -144,13 +146,22 @@ def build_parser() -> argparse.ArgumentParser:
         "card",
         help="render the model card (README.md) of a model folder",
         description="Render model_cards/dumpembed.md into MODEL/README.md from what the folder holds: YAML front "
-        "matter, usage snippets (sentence-transformers, transformers, stock export, MTEB), the [DUMP] set-up, "
-        "limitations and citations. Sections whose data the folder lacks are left out.",
+        "matter (library, task, tags, base model, Hub datasets, license, language), usage snippets "
+        "(sentence-transformers, transformers, stock export, MTEB), the [DUMP] set-up, the projection's provenance "
+        "and plots (config.projection_info, plots/*.png), training hyperparameters and data (config.training_info, "
+        "training/), the evaluation table from mteb results (--results), limitations and citations. Sections whose "
+        "data the folder lacks are left out.",
     )
     card.add_argument("model", help="a DumpEmbed model folder")
     card.add_argument("--model-id", default=None, help="what the usage snippets load, e.g. a Hub repo id "
                       "(default: the folder path)")
     card.add_argument("--revision", default=None, help="commit sha the snippets pin (revision=...)")
+    card.add_argument("--results", default=None, metavar="DIR",
+                      help="mteb results folder (<model_name>/<revision>/<Task>.json, as `hf-dumpembed eval` "
+                      "writes it) for the evaluation table")
+    card.add_argument("--results-model", default=None, metavar="NAME",
+                      help="which model's results to show when DIR holds several (default: the one named like "
+                      "--model-id or the folder)")
     card.set_defaults(func=_card)
 
     assets = commands.add_parser(

@@ -64,3 +64,126 @@ def test_embedded_backbone_gets_base_model_license_and_language(tmp_path):
 def test_card_refuses_a_folder_that_is_not_dumpembed(tiny_bert):
     with pytest.raises(ValueError, match="not a DumpEmbed model folder"):
         render_card(tiny_bert)
+
+
+# --- Cards with the projection / training / evaluation metadata the other issues write (schemas of the brief) ---
+
+from tests.card_fixtures import (  # noqa: E402
+    SHA,
+    add_projection_metadata,
+    add_training_metadata,
+    copy_model,
+    set_config,
+    write_mteb_results,
+)
+
+SCORES = {"main_score": 0.41234, "ndcg_at_10": 0.41234, "recall_at_10": 0.6789, "mrr_at_10": 0.3456}
+FULL_SECTIONS = ["Usage", "sentence-transformers", "transformers", "Serving without remote code", "MTEB",
+                 "[DUMP] tokens", "Projection", "Training", "Evaluation", "Limitations", "Citation"]
+
+
+@pytest.fixture
+def full_model(bert_dump_model, tmp_path):
+    folder = copy_model(bert_dump_model, tmp_path / "full")
+    add_projection_metadata(folder)
+    add_training_metadata(folder)
+    return folder
+
+
+def test_card_with_projection_training_and_evaluation(full_model, tmp_path):
+    results = tmp_path / "results"
+    write_mteb_results(results, "acme/full", "b" * 40, SCORES)
+    write_mteb_results(results, "acme/other", "c" * 40, {**SCORES, "ndcg_at_10": 0.1, "main_score": 0.1})
+    card = render_card(full_model, model_id="acme/full", revision="a" * 40, results_dir=results)
+    meta = _front_matter(card)
+    assert meta["datasets"] == ["rlhn/rlhn-100K"]  # the Hub dataset; the local one is listed in the section only
+    assert "spectemp" in meta["tags"]
+    assert _sections(card) == FULL_SECTIONS
+    assert not PLACEHOLDER.search(card), PLACEHOLDER.search(card)
+
+    projection = card.split("## Projection")[1].split("## Training")[0]
+    assert "| γ | 0.4861 |" in projection and "| knee (SNR rank) | 7 |" in projection
+    assert f"`{SHA}`" in projection and "| corpus texts | 2,048 |" in projection
+    assert "ratio" not in projection and "| seed |" not in projection  # None fields are left out
+    images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", card)
+    assert images == ["plots/spectrum.png", "plots/gamma.png", "plots/snr.png"]  # listed first; missing.png absent
+    assert "projection_dim=" not in card  # a single-dimension fit offers no load-time choice
+
+    training = card.split("## Training")[1].split("## Evaluation")[0]
+    assert "| loss | CachedMultipleNegativesRankingLoss |" in training and "| steps | 321 |" in training
+    assert "| learning_rate | 0.0001 |" in training
+    assert "`StdlibCodeTrain`: from `data/StdlibCodeTrain`, 1,234 rows" in training
+    assert "(https://huggingface.co/datasets/rlhn/rlhn-100K)" in training
+    assert "`training/config.yaml`" in training and "data_files.json" not in training
+    assert "initialised, not trained" not in card
+
+    evaluation = card.split("## Evaluation")[1].split("## Limitations")[0]
+    assert "`acme/full`" in evaluation and "b" * 40 in evaluation and "acme/other" not in evaluation
+    assert "| `NQHardNegatives` | test | default | 0.4123 | 0.6789 | 0.3456 | 0.4123 |" in evaluation
+
+
+def test_sections_follow_the_metadata_present(bert_dump_model, tmp_path):
+    projected = copy_model(bert_dump_model, tmp_path / "projected")
+    set_config(projected, projection_info={"method": "embedfilter", "mode": None, "dim": 32, "ratio": 1,
+                                           "corpus": {}, "plots": ["plots/spectrum.png"]})
+    card = render_card(projected)
+    assert "Projection" in _sections(card) and "Training" not in _sections(card)
+    assert "Evaluation" not in _sections(card)
+    assert "| filter ratio τ | 1 |" in card and "![" not in card  # the listed plot does not exist: no image
+    assert "corpus" not in card.split("## Projection")[1].split("## Limitations")[0]
+    assert not PLACEHOLDER.search(card)
+
+    trained = copy_model(bert_dump_model, tmp_path / "trained")
+    set_config(trained, training_info={"loss": "MultipleNegativesRankingLoss", "steps": 10, "datasets": []})
+    card = render_card(trained)
+    training = card.split("## Training")[1].split("## Limitations")[0]
+    assert "Projection" not in _sections(card) and "Hyperparameters" not in training
+    assert "Training data" not in training and "record" not in training
+    assert "datasets" not in _front_matter(card)
+    assert not PLACEHOLDER.search(card)
+
+
+def test_load_time_dimensions_are_offered(bert_dump_model, tmp_path):
+    folder = copy_model(bert_dump_model, tmp_path / "dims")
+    set_config(folder, projection_info={"method": "spectemp", "dim": 32, "selectable_dims": [8, 16, 32]})
+    card = render_card(folder, model_id="acme/dims")
+    assert "among\n8, 16, 32" in card or "among 8, 16, 32" in card
+    assert 'AutoModel.from_pretrained("acme/dims", trust_remote_code=True, projection_dim=8)' in card
+
+
+def test_results_folder_errors(full_model, tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        render_card(full_model, results_dir=tmp_path / "nowhere")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="No mteb results"):
+        render_card(full_model, results_dir=tmp_path / "empty")
+    results = tmp_path / "results"
+    write_mteb_results(results, "acme/one", "b" * 40, SCORES)
+    write_mteb_results(results, "acme/two", "c" * 40, SCORES)
+    with pytest.raises(ValueError, match="--results-model"):
+        render_card(full_model, results_dir=results)  # neither is named like the folder
+    card = render_card(full_model, results_dir=results, results_model="acme/two")
+    assert "`acme/two`" in card
+    bad = results / "acme__bad" / "main"
+    bad.mkdir(parents=True)
+    (bad / "Broken.json").write_text("{not json")
+    with pytest.raises(ValueError, match="Broken.json is not a valid mteb result file"):
+        render_card(full_model, results_dir=results, results_model="acme/two")
+
+
+def test_results_under_a_result_cache_root_and_one_model(full_model, tmp_path):
+    write_mteb_results(tmp_path / "cache" / "results", "someone/renamed", "d" * 40, SCORES)
+    card = render_card(full_model, results_dir=tmp_path / "cache")  # the only model in the folder is taken
+    assert "`someone/renamed`" in card and "0.6789" in card
+
+
+def test_card_command_with_results(full_model, tmp_path, capsys):
+    from hf_dumpembed.cli import main
+
+    write_mteb_results(tmp_path / "results", "acme/full", "b" * 40, SCORES)
+    main(["card", str(full_model), "--model-id", "acme/full", "--results", str(tmp_path / "results")])
+    assert "README.md" in capsys.readouterr().out
+    card = (full_model / "README.md").read_text()
+    assert _sections(card) == FULL_SECTIONS
+    with pytest.raises(SystemExit, match="does not exist"):
+        main(["card", str(full_model), "--results", str(tmp_path / "missing")])
