@@ -1,0 +1,102 @@
+"""Any BEIR-style folder as an offline mteb retrieval task (``AbsTaskRetrieval`` with local ``load_data``)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+from ..beir import BeirData, load_beir
+from ..corpora.manifest import MANIFEST_FILE, sha256_file
+
+
+def _folder_revision(folder: Path, split: str) -> str:
+    """The manifest's checksum when the folder has one, else a sha256 over its data files: results name the data."""
+    manifest = folder / MANIFEST_FILE
+    if manifest.is_file():
+        try:
+            return str(json.loads(manifest.read_text(encoding="utf-8"))["sha256"])
+        except (KeyError, ValueError):
+            pass
+    files = [folder / "corpus.jsonl", folder / "queries.jsonl", folder / "qrels" / f"{split}.tsv"]
+    text = "\n".join(f"{p.name} {sha256_file(p)}" for p in files if p.is_file())
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def task_name_for(folder: str | Path) -> str:
+    """A task name from the folder name (letters, digits, ``_``, ``-``, ``.``)."""
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(folder).resolve().name).strip("_")
+    if not name:
+        raise ValueError(f"cannot derive a task name from {folder!s}; pass name=...")
+    return name
+
+
+def beir_task(
+    folder: str | Path,
+    split: str = "test",
+    name: str | None = None,
+    description: str | None = None,
+    language: str = "eng-Latn",
+):
+    """An mteb retrieval task over a BEIR-style folder (read and cross-checked now, so bad folders fail early).
+
+    The task's ``dataset.revision`` is the data's checksum, so a result file says which data it was computed on.
+    """
+    from datasets import Dataset
+    from mteb import TaskMetadata
+    from mteb.abstasks.retrieval import AbsTaskRetrieval
+    from mteb.abstasks.retrieval_dataset_loaders import RetrievalSplitData
+
+    folder = Path(folder)
+    data: BeirData = load_beir(folder, split)
+    task_name = name or task_name_for(folder)
+    metadata = TaskMetadata(
+        name=task_name,
+        description=description or f"Local BEIR-style retrieval folder {folder.name} ({split} split).",
+        dataset={"path": str(folder.resolve()), "revision": _folder_revision(folder, split)},
+        reference=None,
+        type="Retrieval",
+        category="t2t",
+        modalities=["text"],
+        eval_splits=[split],
+        eval_langs=[language],
+        main_score="ndcg_at_10",
+        date=None,
+        domains=None,
+        task_subtypes=None,
+        license=None,
+        annotations_creators=None,
+        dialect=[],
+        sample_creation="found",
+        bibtex_citation="",
+    )
+
+    def load_data(self, num_proc: int | None = None, **kwargs) -> None:  # noqa: ARG001 - mteb's signature
+        if self.data_loaded:
+            return
+        doc_ids = list(data.corpus)
+        corpus = Dataset.from_dict(
+            {
+                "id": doc_ids,
+                "title": [data.corpus[d].get("title", "") for d in doc_ids],
+                "text": [data.corpus[d]["text"] for d in doc_ids],
+            }
+        )
+        query_ids = list(data.queries)
+        queries = Dataset.from_dict({"id": query_ids, "text": [data.queries[q] for q in query_ids]})
+        self.dataset = {
+            "default": {
+                split: RetrievalSplitData(
+                    corpus=corpus, queries=queries, relevant_docs=data.qrels, top_ranked=None
+                )
+            }
+        }
+        self.data_loaded = True
+
+    task_class = type(
+        f"BeirTask_{re.sub(r'[^A-Za-z0-9_]', '_', task_name)}",
+        (AbsTaskRetrieval,),
+        {"metadata": metadata, "load_data": load_data, "__module__": __name__},
+    )
+    return task_class()

@@ -1,0 +1,29 @@
+"""Build the real-text retrieval collections (ManPages, PyFAQ, StdlibCode + StdlibCodeTrain, WikiLong).
+
+Usage: python scripts/build_datasets.py [--out data] [--only NAME ...]
+Deterministic; prints each collection's sizes and sha256 (also in OUT/<Name>/manifest.json).
+Debian sources are fetched with `apt-get download` into a temporary folder (nothing installed or committed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from hf_dumpembed.console import say
+from hf_dumpembed.corpora import BUILDERS, build_datasets
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default="data", help="output folder (default: data)")
+    parser.add_argument("--only", nargs="+", choices=list(BUILDERS), default=None,
+                        help="build only these (StdlibCode also writes StdlibCodeTrain)")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    for summary in build_datasets(args.out, args.only):
+        say(summary.describe())
+
+
+if __name__ == "__main__":
+    main()
