@@ -1,0 +1,23 @@
+"""Post-hoc projections fitted on corpus embeddings: SpecTemp, EmbedFilter and the paper's baselines."""
+
+from __future__ import annotations
+
+from .baselines import (
+    gamma_map,
+    oracle_gamma,
+    pca_map,
+    random_project_map,
+    random_truncate_map,
+    truncate_map,
+    whiten_map,
+)
+from .embedfilter import band_size, embedfilter_map, gram_basis, svd_basis
+from .linear import LinearMap
+from .spectemp import SpecTempCurve, SpecTempFit, SpecTempMode, fit_spectemp, spectemp_curve
+from .stats import Spectrum, StreamingStats, eigendecompose
+
+__all__ = [
+    "LinearMap", "SpecTempCurve", "SpecTempFit", "SpecTempMode", "Spectrum", "StreamingStats", "band_size",
+    "eigendecompose", "embedfilter_map", "fit_spectemp", "gamma_map", "gram_basis", "oracle_gamma", "pca_map",
+    "random_project_map", "random_truncate_map", "spectemp_curve", "svd_basis", "truncate_map", "whiten_map",
+]

@@ -1,0 +1,96 @@
+"""EmbedFilter: drop the edge spectrum of a causal LM's unembedding matrix W_U (seed 003; methods.md §3).
+
+Right singular vectors V of W_U (|V| × d), sorted by descending σ; keep the middle band of m = d // τ of them:
+s = (d − m) // 2, B = Vᵀ[s : s + m] (m × d, orthonormal rows), y = B h, no centering, L2 after. The basis comes
+from the eigendecomposition of WᵀW (d × d, float64, accumulated in row chunks) — the same subspaces as the SVD
+at a fraction of the cost; `svd_basis` is the full-SVD reference path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from .linear import LinearMap, check_dim
+
+GRAM_CHUNK_ROWS = 16384
+
+
+def _rows(weight: np.ndarray | torch.Tensor, exclude_rows: Iterable[int]) -> np.ndarray:
+    """Boolean mask of the rows of ``weight`` to keep."""
+    keep = np.ones(weight.shape[0], dtype=bool)
+    excluded = np.asarray(sorted(set(int(i) for i in exclude_rows)), dtype=np.int64)
+    if len(excluded) and (excluded.min() < 0 or excluded.max() >= weight.shape[0]):
+        raise ValueError(f"exclude_rows must index rows 0..{weight.shape[0] - 1}; got {excluded.tolist()}.")
+    keep[excluded] = False
+    return keep
+
+
+def _check_weight(weight: np.ndarray | torch.Tensor) -> None:
+    if weight.ndim != 2 or weight.shape[0] < weight.shape[1]:
+        raise ValueError(
+            f"the unembedding matrix must be (vocabulary, hidden) with at least as many rows as columns; got "
+            f"shape {tuple(weight.shape)}."
+        )
+
+
+def gram_basis(weight: np.ndarray | torch.Tensor, exclude_rows: Iterable[int] = (),
+               progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(σ descending (d,), V (d, d) with column i the i-th right singular vector) from eigh(WᵀW) in float64."""
+    _check_weight(weight)
+    keep = _rows(weight, exclude_rows)
+    d = weight.shape[1]
+    gram = np.zeros((d, d), dtype=np.float64)
+    starts = range(0, weight.shape[0], GRAM_CHUNK_ROWS)
+    for start in tqdm(starts, desc="EmbedFilter WᵀW", unit="chunk", disable=not progress):
+        chunk = weight[start : start + GRAM_CHUNK_ROWS]
+        chunk = chunk.detach().cpu().numpy() if isinstance(chunk, torch.Tensor) else np.asarray(chunk)
+        chunk = np.ascontiguousarray(chunk[keep[start : start + GRAM_CHUNK_ROWS]], dtype=np.float64)
+        if not np.isfinite(chunk).all():
+            raise ValueError("the unembedding matrix contains NaN or inf.")
+        gram += chunk.T @ chunk
+    eigenvalues, eigenvectors = np.linalg.eigh((gram + gram.T) / 2)
+    order = np.argsort(eigenvalues)[::-1]
+    singular_values = np.sqrt(np.clip(eigenvalues[order], 0.0, None))
+    return singular_values, _fix_signs(eigenvectors[:, order])
+
+
+def svd_basis(weight: np.ndarray | torch.Tensor, exclude_rows: Iterable[int] = ()) -> tuple[np.ndarray, np.ndarray]:
+    """Reference path: full (thin) SVD of W_U in float64; same return as `gram_basis`."""
+    _check_weight(weight)
+    w = weight.detach().cpu().numpy() if isinstance(weight, torch.Tensor) else np.asarray(weight)
+    w = np.asarray(w[_rows(w, exclude_rows)], dtype=np.float64)
+    _, singular_values, vt = np.linalg.svd(w, full_matrices=False)
+    return singular_values, _fix_signs(vt.T)
+
+
+def _fix_signs(vectors: np.ndarray) -> np.ndarray:
+    signs = np.sign(vectors[np.abs(vectors).argmax(axis=0), np.arange(vectors.shape[1])])
+    return vectors * np.where(signs == 0, 1.0, signs)
+
+
+def band_size(d: int, dim: int | None = None, ratio: int | None = None) -> int:
+    """m: an explicit ``dim``, or d // τ for the filter ratio ``ratio`` (τ = 1 keeps everything)."""
+    if dim is not None and ratio is not None:
+        raise ValueError("give either dim (m) or ratio (τ) for EmbedFilter, not both.")
+    if ratio is not None:
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, np.integer)) or not 1 <= ratio <= d:
+            raise ValueError(f"ratio (τ) must be an integer between 1 and {d}; got {ratio!r}.")
+        return d // int(ratio)
+    return check_dim(d if dim is None else dim, d)
+
+
+def band_start(d: int, m: int) -> int:
+    """s = (d − m) // 2: the middle band V[:, s : s + m] drops ⌊(d−m)/2⌋ top and the rest bottom directions."""
+    return (d - m) // 2
+
+
+def embedfilter_map(basis: np.ndarray, m: int) -> LinearMap:
+    """y = Bh with B = Vᵀ[s : s + m]: stored as matrix = V[:, s : s + m], mean 0 (no centering)."""
+    d = basis.shape[0]
+    m = check_dim(m, d, "dim (m)")
+    s = band_start(d, m)
+    return LinearMap(np.zeros(d), basis[:, s : s + m].copy())

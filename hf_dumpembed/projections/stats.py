@@ -1,0 +1,167 @@
+"""Streaming, mergeable corpus statistics (n, Σx, Σxxᵀ in float64) and their eigendecomposition.
+
+Memory is O(d²) whatever the corpus size. Partial statistics from several workers merge exactly (they are
+sums), in-process with `merge` or across a `torch.distributed` job with `all_reduce`.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+logger = logging.getLogger(__name__)
+
+
+def as_float_array(batch: np.ndarray | torch.Tensor, dim: int | None = None) -> np.ndarray:
+    """A 2-D float array view of ``batch``; refuses NaN/inf and a wrong width with a clear error."""
+    if isinstance(batch, torch.Tensor):
+        batch = batch.detach().cpu().numpy()
+    batch = np.asarray(batch)
+    if batch.ndim != 2:
+        raise ValueError(f"embeddings must be a 2-D array (n, d); got shape {batch.shape}.")
+    if not np.issubdtype(batch.dtype, np.floating):
+        batch = batch.astype(np.float64)
+    if dim is not None and batch.shape[1] != dim:
+        raise ValueError(f"embeddings have {batch.shape[1]} dimensions; these statistics expect {dim}.")
+    if not np.isfinite(batch).all():
+        bad = int((~np.isfinite(batch)).any(axis=1).sum())
+        raise ValueError(
+            f"{bad} embedding row(s) contain NaN or inf; nothing was accumulated from this batch. Check the "
+            "model (e.g. fp16 overflow) or drop those texts."
+        )
+    return batch
+
+
+class StreamingStats:
+    """Count, Σx and Σxxᵀ of a stream of d-dimensional vectors, accumulated in float64.
+
+    float32 inputs are widened to float64 before the product, so each xᵢxⱼ is exact and only the sums round.
+    """
+
+    def __init__(self, dim: int) -> None:
+        if not isinstance(dim, int) or dim < 1:
+            raise ValueError(f"dim must be a positive integer; got {dim!r}.")
+        self.dim = dim
+        self.count = 0
+        self.sum = np.zeros(dim, dtype=np.float64)
+        self.sum_outer = np.zeros((dim, dim), dtype=np.float64)
+
+    def update(self, batch: np.ndarray | torch.Tensor) -> StreamingStats:
+        """Add a batch of rows (n_b, d). Returns self."""
+        batch = as_float_array(batch, self.dim)
+        if len(batch) == 0:
+            return self
+        x = np.ascontiguousarray(batch, dtype=np.float64)
+        self.count += len(x)
+        self.sum += x.sum(axis=0)
+        # numpy dispatches x.T @ x on one buffer to BLAS syrk (half the flops of a general product).
+        self.sum_outer += x.T @ x
+        return self
+
+    def merge(self, other: StreamingStats) -> StreamingStats:
+        """Add another worker's partial statistics (exact: all three are sums). Returns self."""
+        if other.dim != self.dim:
+            raise ValueError(f"cannot merge statistics of dimension {other.dim} into {self.dim}.")
+        self.count += other.count
+        self.sum += other.sum
+        self.sum_outer += other.sum_outer
+        return self
+
+    def all_reduce(self, group: object | None = None) -> StreamingStats:
+        """Sum the statistics of every rank of the default (or given) `torch.distributed` process group.
+
+        Each rank encodes its own shard; after this call every rank holds the statistics of the whole corpus.
+        """
+        import torch.distributed as dist
+
+        if not (dist.is_available() and dist.is_initialized()):
+            raise RuntimeError("all_reduce needs an initialised torch.distributed process group (e.g. torchrun).")
+        packed = torch.from_numpy(
+            np.concatenate([[float(self.count)], self.sum, self.sum_outer.ravel()]).astype(np.float64)
+        )
+        dist.all_reduce(packed, op=dist.ReduceOp.SUM, group=group)
+        values = packed.numpy()
+        self.count = int(round(values[0]))
+        self.sum = values[1 : 1 + self.dim].copy()
+        self.sum_outer = values[1 + self.dim :].reshape(self.dim, self.dim).copy()
+        return self
+
+    @property
+    def mean(self) -> np.ndarray:
+        self._need(1)
+        return self.sum / self.count
+
+    def covariance(self) -> np.ndarray:
+        """Unbiased covariance (1/(n−1)), as ``np.cov(X, rowvar=False)``."""
+        self._need(2)
+        mean = self.mean
+        cov = (self.sum_outer - self.count * np.outer(mean, mean)) / (self.count - 1)
+        return (cov + cov.T) / 2
+
+    def _need(self, n: int) -> None:
+        if self.count < n:
+            raise ValueError(
+                f"these statistics hold {self.count} vector(s); at least {n} are needed (is the corpus empty?)."
+            )
+
+
+@dataclass(frozen=True)
+class Spectrum:
+    """Eigendecomposition of a covariance, sorted by descending eigenvalue.
+
+    Attributes:
+        mean: (d,) the corpus mean.
+        eigenvalues: (d,) descending, clipped at 0.
+        eigenvectors: (d, d) column i belongs to eigenvalue i.
+        count: n, the number of vectors behind the statistics.
+        rank: number of eigenvalues above numerical zero (≤ min(n − 1, d)).
+    """
+
+    mean: np.ndarray
+    eigenvalues: np.ndarray
+    eigenvectors: np.ndarray
+    count: int
+    rank: int
+
+    @property
+    def dim(self) -> int:
+        return len(self.eigenvalues)
+
+
+# Eigenvalues below this fraction of the largest one are numerical zeros (float64 round-off of Σxxᵀ − nμμᵀ).
+ZERO_EIGENVALUE_RTOL = 1e-10
+
+
+def numerical_rank(eigenvalues: np.ndarray, count: int | None = None) -> int:
+    """Number of eigenvalues (descending) that are not numerically zero; at most n − 1 when n is known."""
+    top = float(eigenvalues[0]) if len(eigenvalues) else 0.0
+    rank = int((eigenvalues > top * ZERO_EIGENVALUE_RTOL).sum()) if top > 0 else 0
+    if count is not None:
+        rank = min(rank, max(count - 1, 0))
+    return rank
+
+
+def eigendecompose(stats: StreamingStats) -> Spectrum:
+    """Covariance → `eigh` (float64), sorted descending, eigenvalues clipped at 0; warns when n ≤ d."""
+    cov = stats.covariance()
+    eigenvalues, eigenvectors = np.linalg.eigh(cov)
+    order = np.argsort(eigenvalues)[::-1]
+    eigenvalues = np.clip(eigenvalues[order], 0.0, None)
+    eigenvectors = eigenvectors[:, order]
+    # A deterministic sign: the largest-magnitude entry of each eigenvector is positive.
+    signs = np.sign(eigenvectors[np.abs(eigenvectors).argmax(axis=0), np.arange(stats.dim)])
+    eigenvectors = eigenvectors * np.where(signs == 0, 1.0, signs)
+    rank = numerical_rank(eigenvalues, stats.count)
+    if stats.count <= stats.dim:
+        message = (
+            f"only n={stats.count} vectors for d={stats.dim} dimensions: the covariance has rank ≤ {stats.count - 1} "
+            f"(numerical rank {rank}); the trailing eigenvalues are zero. Fit on more texts, or use the robust "
+            "mode, which drops the zero eigenvalues before estimating the noise floor."
+        )
+        warnings.warn(message, stacklevel=2)
+        logger.warning(message)
+    return Spectrum(mean=stats.mean, eigenvalues=eigenvalues, eigenvectors=eigenvectors, count=stats.count, rank=rank)
