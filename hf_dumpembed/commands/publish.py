@@ -1,0 +1,79 @@
+"""``hf-dumpembed push``: check a model folder as users receive it, then upload it to the Hugging Face Hub."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..console import say
+
+DESCRIPTION = """\
+Publish MODEL (a DumpEmbed folder, or its stock export from `hf-dumpembed export-st`) to the Hub as REPO_ID.
+
+Before any network request the folder is checked as a user would receive it: the files that would be uploaded
+are staged in a fresh folder and loaded in a new Python process where hf_dumpembed is not importable, through
+AutoModel and SentenceTransformer (trust_remote_code=True; False for a stock export), and the vectors must agree
+(also across encode_query / encode_document and batching). The folder must hold only safetensors weights (no
+.bin/.pt/.pkl), its remote code, tokenizer and sentence-transformers files and a model card README.md with front
+matter; plots/*.png and training/* are allowed, anything else is refused as a stray file. A failed check prints the
+report and uploads nothing.
+
+Then the repo is created (if missing), the branch too (--branch), and the staged files are committed as one
+commit; files on that branch that the folder no longer has are deleted in the same commit (.gitattributes is
+kept). The commit sha is printed: pin it as revision= in your code, in the card (`hf-dumpembed card MODEL
+--model-id REPO_ID --revision SHA`, then push again) and in MTEB's ModelMeta.
+
+The token comes from HF_TOKEN or the saved login (`hf auth login`); it is never printed or written. --dry-run
+needs no token and no network: it runs the checks, stages the files and lists them (size, sha256).
+
+Stock export: push it to its own repo, or to a branch of the model's repo (--branch stock). With --source MODEL
+its vectors must also equal those of the DumpEmbed folder it was exported from.
+"""
+
+
+def _push(args: argparse.Namespace) -> None:
+    from ..publishing.hub import push_folder
+
+    result = push_folder(
+        args.model,
+        args.repo_id,
+        private=args.private,
+        branch=args.branch,
+        commit_message=args.commit_message,
+        dry_run=args.dry_run,
+        source=args.source,
+        staging_dir=args.stage_dir,
+    )
+    say(result.report.describe())
+    if args.dry_run:
+        say(f"\nDry run: nothing was uploaded. Would commit to {result.repo_id}@{result.branch} "
+            f"(files staged in {result.staging_dir}):")
+        say(result.listing())
+        return
+    say(result.listing())
+    if result.deleted:
+        say(f"Deleted from {result.branch}: {', '.join(result.deleted)}")
+    say(f"\nPushed to {result.repo_id}@{result.branch}: {result.commit_url}")
+    say(f"commit sha (the revision to pin): {result.commit_sha}")
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    push = commands.add_parser(
+        "push",
+        help="check a model folder as users receive it, then upload it to the Hub",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    push.add_argument("model", help="a DumpEmbed model folder, or its stock export")
+    push.add_argument("repo_id", help="the Hub repo, owner/name (created when missing)")
+    push.add_argument("--private", action="store_true", help="create the repo private (no effect if it exists)")
+    push.add_argument("--branch", default=None, metavar="B",
+                      help="commit to branch B (created from main when missing) instead of main")
+    push.add_argument("--commit-message", default=None, metavar="M",
+                      help="commit summary (default: 'Upload MODEL with hf-dumpembed')")
+    push.add_argument("--dry-run", action="store_true",
+                      help="check and stage only: list the files (size, sha256); no token, no network")
+    push.add_argument("--source", default=None, metavar="MODEL",
+                      help="for a stock export: the DumpEmbed folder it came from, whose vectors it must equal")
+    push.add_argument("--stage-dir", default=None, metavar="DIR",
+                      help="stage the files here (an empty or new folder) instead of a temporary folder")
+    push.set_defaults(func=_push)

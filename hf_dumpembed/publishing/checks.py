@@ -1,0 +1,339 @@
+"""Check a model folder as a user would receive it from the Hub, before anything is uploaded.
+
+Two kinds of folder can be published: a DumpEmbed folder (remote code, ``trust_remote_code=True``) and its stock
+sentence-transformers export (no remote code). Static checks look at the files (allowlist, safetensors only, code
+and card present); the load check copies exactly the files that would be uploaded into a staging folder and loads
+them in a fresh Python process where hf_dumpembed cannot be imported, through AutoModel and SentenceTransformer,
+and compares the vectors.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+# Weight and data formats that unpickle or are not safetensors: never published.
+FORBIDDEN_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".h5", ".msgpack", ".npy", ".npz", ".joblib")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+                   "vocab.txt", "vocab.json", "merges.txt", "tokenizer.model", "spiece.model", "chat_template.jinja")
+ST_FILES = ("modules.json", "config_sentence_transformers.json", "sentence_bert_config.json")
+ROOT_FILES = ("config.json", "generation_config.json", "README.md", ".gitattributes", *TOKENIZER_FILES, *ST_FILES)
+# Inside a stock sentence-transformers module folder (1_Pooling/, 2_Dense/, ...).
+MODULE_FILE_PATTERNS = ("config.json", "*.safetensors", "*.json")
+CHECK_TEXTS = (
+    "A man is eating food.",
+    "How do I read a file line by line in Python?",
+    "Retrieval models map queries and documents into one vector space, where nearness means relevance.",
+)
+
+
+class FolderKind(str, Enum):
+    """DUMPEMBED: the folder with remote code; STOCK: the `export-st` pipeline, loadable without remote code."""
+
+    DUMPEMBED = "dumpembed"
+    STOCK = "stock"
+
+
+@dataclass
+class FolderReport:
+    """What the checks found; ``ok`` only when nothing failed."""
+
+    folder: Path
+    kind: FolderKind | None = None
+    problems: list[str] = field(default_factory=list)
+    passed: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def describe(self) -> str:
+        kind = f" ({self.kind.value} folder)" if self.kind else ""
+        lines = [f"Checks of {self.folder}{kind}:"]
+        lines += [f"  ok    {line}" for line in self.passed]
+        lines += [f"  FAIL  {line}" for line in self.problems]
+        return "\n".join(lines)
+
+
+class PublishRefused(ValueError):
+    """The folder failed its checks; the message is the full report."""
+
+    def __init__(self, report: FolderReport) -> None:
+        super().__init__(report.describe() + "\nNothing was uploaded. Fix the problems above and run push again.")
+        self.report = report
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def folder_kind(folder: Path) -> FolderKind:
+    """DUMPEMBED when config.json says model_type dumpembed, STOCK for a sentence-transformers pipeline."""
+    if not (folder / "config.json").exists():
+        raise FileNotFoundError(f"{folder} has no config.json: it is not a model folder.")
+    if _read_json(folder / "config.json").get("model_type") == "dumpembed":
+        return FolderKind.DUMPEMBED
+    if (folder / "modules.json").exists():
+        return FolderKind.STOCK
+    raise ValueError(
+        f"{folder} is neither a DumpEmbed folder (config.json model_type 'dumpembed') nor a stock "
+        "sentence-transformers export (modules.json); build one with `hf-dumpembed build` or `export-st`."
+    )
+
+
+def list_files(folder: Path) -> list[str]:
+    """Every file under ``folder`` as a POSIX path relative to it (symlinks included, as uploads follow them)."""
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+
+
+def remote_code_files(config: dict) -> set[str]:
+    """The ``*.py`` files config.json's ``auto_map`` points at (``module.Class`` -> ``module.py``)."""
+    files = set()
+    for target in (config.get("auto_map") or {}).values():
+        for ref in target if isinstance(target, list) else [target]:
+            if isinstance(ref, str) and "--" not in ref:  # "repo--module.Class" lives in another repo
+                files.add(ref.rsplit(".", 1)[0] + ".py")
+    return files
+
+
+def _module_dirs(folder: Path) -> set[str]:
+    return {m["path"] for m in json.loads((folder / "modules.json").read_text()) if m.get("path")} \
+        if (folder / "modules.json").exists() else set()
+
+
+def is_allowed(path: str, kind: FolderKind, module_dirs: set[str]) -> bool:
+    """The brief's allowlist of a published folder."""
+    parts = path.split("/")
+    if len(parts) == 1:
+        return (path in ROOT_FILES or path.endswith(".safetensors") or path == "model.safetensors.index.json"
+                or (kind is FolderKind.DUMPEMBED and path.endswith(".py")))
+    if parts[0] == "plots":
+        return len(parts) == 2 and path.endswith(".png")
+    if parts[0] == "training":
+        return not any(p.startswith(".") or p == "__pycache__" for p in parts)
+    if parts[0] in module_dirs and len(parts) == 2:
+        return any(fnmatch.fnmatch(parts[1], pattern) for pattern in MODULE_FILE_PATTERNS)
+    return False
+
+
+def static_checks(folder: Path, report: FolderReport) -> list[str]:
+    """File-level checks; returns the files that would be uploaded."""
+    kind = report.kind
+    files = list_files(folder)
+    config = _read_json(folder / "config.json")
+    forbidden = [f for f in files if f.lower().endswith(FORBIDDEN_SUFFIXES)]
+    if forbidden:
+        report.problems.append(f"pickle-based or non-safetensors weights: {', '.join(forbidden)} (publish safetensors "
+                               "only; delete these files)")
+    weights = [f for f in files if f.endswith(".safetensors") and "/" not in f]
+    if not weights:
+        report.problems.append("no *.safetensors weights at the top of the folder")
+    index = folder / "model.safetensors.index.json"
+    if index.exists():
+        shards = set(_read_json(index).get("weight_map", {}).values())
+        missing = sorted(s for s in shards if not (folder / s).exists())
+        if missing:
+            report.problems.append(f"model.safetensors.index.json names missing shards: {', '.join(missing)}")
+    if not forbidden and weights:
+        report.passed.append(f"safetensors weights only ({', '.join(weights)})")
+
+    code_files = sorted(f for f in files if f.endswith(".py") and "/" not in f)
+    if kind is FolderKind.DUMPEMBED:
+        needed = remote_code_files(config)
+        missing = sorted(needed - set(files))
+        if not needed:
+            report.problems.append("config.json has no auto_map: the remote code would not load")
+        elif missing:
+            report.problems.append(f"remote code files named by config.json auto_map are missing: {', '.join(missing)}")
+        else:
+            report.passed.append(f"remote code present ({', '.join(sorted(needed))})")
+    elif code_files or config.get("auto_map"):
+        report.problems.append(f"a stock export must not carry remote code: {', '.join(code_files) or 'auto_map'} "
+                               "(re-export with `hf-dumpembed export-st`)")
+    else:
+        report.passed.append("no remote code (stock export)")
+
+    if not any(f in files for f in ("tokenizer.json", "tokenizer_config.json")):
+        report.problems.append("no tokenizer files (tokenizer.json / tokenizer_config.json)")
+    missing_st = [f for f in ("modules.json", "config_sentence_transformers.json") if f not in files]
+    if missing_st:
+        report.problems.append(f"sentence-transformers files missing: {', '.join(missing_st)}")
+
+    card_problem = _card_problem(folder / "README.md")
+    if card_problem:
+        report.problems.append(card_problem)
+    else:
+        report.passed.append("model card README.md with valid YAML front matter")
+
+    module_dirs = _module_dirs(folder)
+    stray = [f for f in files if not is_allowed(f, kind, module_dirs)]
+    if stray:
+        report.problems.append(
+            f"stray files that do not belong in a published model: {', '.join(stray)} (a published folder holds "
+            "config.json, *.safetensors, remote code, tokenizer and sentence-transformers files, README.md, "
+            "plots/*.png and training/*; move the rest elsewhere)"
+        )
+    else:
+        report.passed.append(f"no stray files ({len(files)} files)")
+    return files
+
+
+def _card_problem(card: Path) -> str | None:
+    if not card.exists():
+        return ("no model card README.md (render it with `hf-dumpembed card MODEL`, or for a stock export "
+                "`hf-dumpembed card STOCK --source MODEL`)")
+    text = card.read_text()
+    if not text.startswith("---\n") or "\n---\n" not in text[4:]:
+        return "README.md has no YAML front matter (re-render it with `hf-dumpembed card`)"
+    try:
+        meta = yaml.safe_load(text[4:text.index("\n---\n", 4)])
+    except yaml.YAMLError as error:
+        return f"README.md front matter is not valid YAML: {error}"
+    if not isinstance(meta, dict) or meta.get("pipeline_tag") != "sentence-similarity":
+        return "README.md front matter lacks pipeline_tag: sentence-similarity (re-render it with `hf-dumpembed card`)"
+    return None
+
+
+def stage_files(folder: Path, files: list[str], staging: Path) -> Path:
+    """Copy ``files`` (relative to ``folder``) into ``staging``: exactly what would be uploaded."""
+    for name in files:
+        target = staging / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        source = (folder / name).resolve()
+        try:
+            os.link(source, target)  # same filesystem: no copy of large weights
+        except OSError:
+            import shutil
+
+            shutil.copyfile(source, target)
+    return staging
+
+
+_LOAD_SCRIPT = textwrap.dedent(
+    """
+    import importlib.abc, json, sys
+
+    class _Block(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] == "hf_dumpembed":
+                raise ImportError("hf_dumpembed is not installed where users load the model")
+
+    sys.meta_path.insert(0, _Block())
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from transformers import AutoModel, AutoTokenizer
+
+    path, remote, texts = sys.argv[1], sys.argv[2] == "remote", json.loads(sys.argv[3])
+    torch.set_num_threads(2)
+    out = {}
+    tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=remote)
+    model = AutoModel.from_pretrained(path, trust_remote_code=remote).eval()
+    out["automodel_class"] = type(model).__name__
+    batch = tokenizer(texts, padding=True, truncation=True, return_tensors="pt")
+    out["tokens"] = tokenizer.convert_ids_to_tokens(batch["input_ids"][0].tolist())
+    if remote:
+        with torch.no_grad():
+            out["automodel"] = model(**batch).sentence_embedding.float().tolist()
+    st = SentenceTransformer(path, trust_remote_code=remote)
+    out["st_document"] = st.encode_document(texts, convert_to_numpy=True).tolist()
+    out["st_query"] = st.encode_query(texts, convert_to_numpy=True).tolist()
+    out["st_one_by_one"] = [st.encode_document([t], convert_to_numpy=True)[0].tolist() for t in texts]
+    out["leaked"] = "hf_dumpembed" in sys.modules
+    print("RESULT " + json.dumps(out))
+    """
+)
+
+
+def fresh_process_load(staged: Path, remote: bool, texts: tuple[str, ...] = CHECK_TEXTS,
+                       timeout: float = 900) -> dict:
+    """Load ``staged`` in a new Python process (hf_dumpembed blocked, offline, empty module cache) and encode."""
+    with tempfile.TemporaryDirectory(prefix="hf-dumpembed-check-") as scratch:
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(Path(scratch) / "modules"),
+               "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")}
+        result = subprocess.run(
+            [sys.executable, "-c", _LOAD_SCRIPT, str(staged), "remote" if remote else "stock", json.dumps(list(texts))],
+            capture_output=True, text=True, cwd=scratch, env=env, timeout=timeout,
+        )
+    lines = [line for line in result.stdout.splitlines() if line.startswith("RESULT ")]
+    if result.returncode != 0 or not lines:
+        tail = "\n".join(result.stderr.strip().splitlines()[-8:])
+        raise RuntimeError(f"loading failed in a fresh process:\n{textwrap.indent(tail, '        ')}")
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def load_checks(staged: Path, report: FolderReport, tolerance: float = 1e-5,
+                reference: np.ndarray | None = None) -> np.ndarray | None:
+    """Fresh-process load of the staged files; vectors compared across load paths (and to ``reference``)."""
+    remote = report.kind is FolderKind.DUMPEMBED
+    how = "trust_remote_code=True" if remote else "trust_remote_code=False"
+    try:
+        out = fresh_process_load(staged, remote)
+    except (RuntimeError, subprocess.TimeoutExpired) as error:
+        report.problems.append(f"fresh-process load ({how}) failed: {error}")
+        return None
+    if out["leaked"]:
+        report.problems.append("the folder's code imported hf_dumpembed, which users do not have")
+    document = np.asarray(out["st_document"])
+    comparisons = {
+        "SentenceTransformer encode_query vs encode_document": np.asarray(out["st_query"]),
+        "SentenceTransformer one text at a time vs batched": np.asarray(out["st_one_by_one"]),
+    }
+    if remote:
+        comparisons = {"AutoModel vs SentenceTransformer": np.asarray(out["automodel"]), **comparisons}
+    if reference is not None:
+        comparisons["vs the source DumpEmbed folder"] = reference
+    bad = []
+    for name, vectors in comparisons.items():
+        diff = float(np.abs(vectors - document).max()) if vectors.shape == document.shape else float("inf")
+        (bad if diff > tolerance else report.passed).append(f"{name}: max |Δ| {diff:.1e}")
+    if bad:
+        report.problems.append(f"vectors differ across load paths (tolerance {tolerance:g}): " + "; ".join(bad))
+    num_dump = sum(token.startswith("[DUMP") for token in out["tokens"])
+    report.passed.append(f"fresh process loads it ({how}; AutoModel -> {out['automodel_class']}; "
+                         f"{document.shape[1]}-d vectors; {num_dump} [DUMP] tokens in the tokenized input)")
+    return document
+
+
+def check_folder(folder: str | Path, source: str | Path | None = None, tolerance: float = 1e-5,
+                 staging: Path | None = None) -> tuple[FolderReport, list[str]]:
+    """Run every check on ``folder``; stage the files into ``staging`` (a temporary folder when None).
+
+    ``source`` is the DumpEmbed folder a stock export came from: its vectors (fresh process, remote code) must
+    equal the export's. Returns the report and the files that would be uploaded.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder} is not a folder.")
+    report = FolderReport(folder=folder, kind=folder_kind(folder))
+    files = static_checks(folder, report)
+    if report.problems:  # no point loading a folder that is already refused
+        return report, files
+    reference = None
+    if source is not None:
+        if report.kind is not FolderKind.STOCK:
+            raise ValueError("--source is for a stock export: it names the DumpEmbed folder it was exported from.")
+        source_report = FolderReport(folder=Path(source), kind=folder_kind(Path(source)))
+        if source_report.kind is not FolderKind.DUMPEMBED:
+            raise ValueError(f"--source {source} is not a DumpEmbed folder.")
+        reference = load_checks(Path(source), source_report, tolerance)
+        if reference is None:
+            report.problems += [f"source folder: {p}" for p in source_report.problems]
+            return report, files
+    with tempfile.TemporaryDirectory(prefix="hf-dumpembed-stage-") as scratch:
+        target = staging if staging is not None else Path(scratch)
+        load_checks(stage_files(folder, files, target), report, tolerance, reference)
+    return report, files

@@ -1,0 +1,178 @@
+"""Push a checked model folder to the Hugging Face Hub: create the repo (and branch), commit exactly the staged files.
+
+Order of work: token, then every check of `checks.check_folder` (fresh-process load included) and the staging of
+the files, and only then the first network request. The token is never printed or written anywhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .checks import FolderReport, PublishRefused, check_folder
+
+logger = logging.getLogger(__name__)
+
+KEEP_ON_HUB = (".gitattributes",)  # created by the Hub with the repo; never deleted by a push
+
+
+@dataclass(frozen=True)
+class StagedFile:
+    """One file of the upload: its path in the repo, size in bytes and sha256."""
+
+    path: str
+    size: int
+    sha256: str
+
+
+@dataclass
+class PushResult:
+    """What a push (or a dry run) did."""
+
+    repo_id: str
+    branch: str
+    files: list[StagedFile]
+    report: FolderReport
+    staging_dir: Path | None = None
+    commit_sha: str | None = None
+    commit_url: str | None = None
+    deleted: tuple[str, ...] = ()
+
+    def listing(self) -> str:
+        """The staged files as a table: size, sha256, path."""
+        total = sum(f.size for f in self.files)
+        lines = [f"{f.size:>12,}  {f.sha256}  {f.path}" for f in self.files]
+        lines.append(f"{total:>12,}  bytes in {len(self.files)} files")
+        return "\n".join(lines)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def describe_staging(staging: Path, files: list[str]) -> list[StagedFile]:
+    return [StagedFile(name, (staging / name).stat().st_size, _sha256(staging / name)) for name in files]
+
+
+def resolve_token() -> str:
+    """The token from HF_TOKEN or the saved login (``hf auth login``); a clear error when there is none."""
+    from huggingface_hub import get_token
+
+    token = get_token()
+    if not token:
+        raise ValueError(
+            "No Hugging Face token found: set the HF_TOKEN environment variable to a token with write access, or "
+            "log in once with `hf auth login`. (--dry-run needs no token.)"
+        )
+    return token
+
+
+def check_online() -> None:
+    from huggingface_hub import constants
+
+    if constants.is_offline_mode():
+        raise ValueError("HF_HUB_OFFLINE is set, so nothing can be uploaded; unset it (and TRANSFORMERS_OFFLINE) "
+                         "to push, or use --dry-run to stage and list the files.")
+
+
+def validate_target(repo_id: str, branch: str | None) -> None:
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as error:
+        raise ValueError(f"REPO_ID {repo_id!r} is not a valid Hub repo id: {error}") from None
+    if "/" not in repo_id:
+        raise ValueError(f"REPO_ID must be 'owner/name' (your user or organisation, then the model name); got "
+                         f"{repo_id!r}.")
+    if branch is not None and (not branch or branch.startswith(("-", "/")) or " " in branch or ".." in branch):
+        raise ValueError(f"--branch {branch!r} is not a valid branch name.")
+
+
+def push_folder(
+    folder: str | Path,
+    repo_id: str,
+    *,
+    private: bool = False,
+    branch: str | None = None,
+    commit_message: str | None = None,
+    dry_run: bool = False,
+    source: str | Path | None = None,
+    staging_dir: str | Path | None = None,
+    endpoint: str | None = None,
+) -> PushResult:
+    """Check ``folder``, stage it, and (unless ``dry_run``) upload it as one commit to ``repo_id``.
+
+    Args:
+        folder: a DumpEmbed model folder, or its stock export (then ``source`` may name the DumpEmbed folder
+            whose vectors it must reproduce).
+        repo_id: ``owner/name`` on the Hub; created (``exist_ok``) when missing.
+        private: create the repo private (ignored when it exists).
+        branch: commit to this branch (created from main when missing) instead of main.
+        commit_message: the commit summary.
+        dry_run: stop after staging: no token, no network; the staging folder is kept for inspection.
+        staging_dir: where to stage (must be empty or absent); default a temporary folder.
+        endpoint: the Hub URL (default: huggingface_hub's, i.e. ``HF_ENDPOINT``).
+
+    Raises:
+        PublishRefused: a check failed (nothing was sent).
+        ValueError: no token, offline mode, or a bad repo id / branch.
+    """
+    validate_target(repo_id, branch)
+    token = None
+    if not dry_run:
+        check_online()
+        token = resolve_token()  # before the (slow) checks: fail fast
+    if staging_dir is not None:
+        staging = Path(staging_dir)
+        if staging.exists() and any(staging.iterdir()):
+            raise FileExistsError(f"--stage-dir {staging} is not empty; give an empty or new folder.")
+        staging.mkdir(parents=True, exist_ok=True)
+    else:
+        staging = Path(tempfile.mkdtemp(prefix="hf-dumpembed-push-"))
+    keep_staging = False
+    try:
+        report, files = check_folder(folder, source=source, staging=staging)
+        if not report.ok:
+            raise PublishRefused(report)
+        result = PushResult(repo_id=repo_id, branch=branch or "main", files=describe_staging(staging, files),
+                            report=report, staging_dir=staging)
+        if dry_run:
+            keep_staging = True  # the user inspects exactly what would be uploaded
+            return result
+        upload(result, staging, token, private=private, branch=branch, endpoint=endpoint,
+               commit_message=commit_message or f"Upload {Path(folder).name} with hf-dumpembed")
+        result.staging_dir = None
+        return result
+    finally:
+        if staging_dir is None and not keep_staging:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def upload(result: PushResult, staging: Path, token: str, *, private: bool, branch: str | None,
+           endpoint: str | None, commit_message: str) -> None:
+    """Create the repo (and branch) and commit exactly ``result.files``; stale files on the branch are deleted."""
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
+
+    api = HfApi(endpoint=endpoint, token=token, library_name="hf_dumpembed")
+    api.create_repo(result.repo_id, private=private, exist_ok=True, repo_type="model")
+    if branch:
+        api.create_branch(result.repo_id, branch=branch, exist_ok=True, repo_type="model")
+    on_hub = api.list_repo_files(result.repo_id, revision=branch, repo_type="model")
+    keep = {f.path for f in result.files} | set(KEEP_ON_HUB)
+    deleted = tuple(sorted(path for path in on_hub if path not in keep))
+    operations = [CommitOperationDelete(path_in_repo=path) for path in deleted]
+    operations += [CommitOperationAdd(path_in_repo=f.path, path_or_fileobj=str(staging / f.path)) for f in result.files]
+    logger.info("Committing %d files (%d stale files deleted) to %s@%s", len(result.files), len(deleted),
+                result.repo_id, result.branch)
+    info = api.create_commit(result.repo_id, operations, commit_message=commit_message, revision=branch,
+                             repo_type="model")
+    result.commit_sha, result.commit_url, result.deleted = info.oid, info.commit_url, deleted

@@ -1,0 +1,154 @@
+"""hf-dumpembed push: folder checks in a fresh process, refusal before any request, the real huggingface_hub client
+against a local fake Hub (tests/publish_fixtures.py), dry runs, tokens."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import huggingface_hub
+import pytest
+from huggingface_hub import constants as hub_constants
+
+from hf_dumpembed.card import write_card
+from hf_dumpembed.cli import main
+from hf_dumpembed.export import export_stock_st
+from hf_dumpembed.publishing.checks import PublishRefused
+from hf_dumpembed.publishing.hub import push_folder
+from tests.card_fixtures import add_projection_metadata, add_training_metadata, copy_model
+from tests.publish_fixtures import GITATTRIBUTES, TOKEN, FakeHub, Repo
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def publishable(bert_dump_model, tmp_path_factory) -> Path:
+    """A DumpEmbed folder with projection/training metadata, plots, training files and its card."""
+    folder = copy_model(bert_dump_model, tmp_path_factory.mktemp("publish") / "model")
+    add_projection_metadata(folder)
+    add_training_metadata(folder)
+    write_card(folder, model_id="acme/tiny-dump")
+    return folder
+
+
+@pytest.fixture
+def hub(monkeypatch):
+    """The fake Hub, reached through huggingface_hub's endpoint setting (HF_ENDPOINT), with a valid token."""
+    with FakeHub() as fake:
+        monkeypatch.setenv("HF_ENDPOINT", fake.url)
+        monkeypatch.setattr(hub_constants, "ENDPOINT", fake.url)
+        monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", False)
+        # hf_xet uploads through its own Rust client to a CAS server; the fake speaks the HTTP LFS protocol.
+        monkeypatch.setattr(hub_constants, "HF_HUB_DISABLE_XET", True)
+        monkeypatch.setenv("HF_TOKEN", TOKEN)
+        yield fake
+
+
+@pytest.fixture
+def no_token(monkeypatch, tmp_path):
+    for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_OIDC_RESOURCE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(hub_constants, "HF_TOKEN_PATH", str(tmp_path / "no-saved-token"))
+    assert huggingface_hub.get_token() is None
+
+
+def test_push_commits_exactly_the_folder(publishable, hub, capsys):
+    main(["push", str(publishable), "acme/tiny-dump", "--private", "--commit-message", "first upload"])
+    out, err = capsys.readouterr()
+    repo = hub.repos["acme/tiny-dump"]
+    assert repo.private and len(repo.commits) == 1 and repo.commits[0]["summary"] == "first upload"
+    sha = repo.commits[0]["oid"]
+    assert f"commit sha (the revision to pin): {sha}" in out
+    assert "AutoModel vs SentenceTransformer: max |Δ|" in out and "FAIL" not in out
+
+    sent = hub.files("acme/tiny-dump")
+    assert sent == {".gitattributes": GITATTRIBUTES, **_files(publishable)}  # byte for byte, nothing else
+    assert {"plots/spectrum.png", "training/config.yaml", "modeling_dumpembed.py", "README.md"} <= set(sent)
+    assert hub.uploaded_as["model.safetensors"] == "lfs" and hub.uploaded_as["config.json"] == "regular"
+    weights = (publishable / "model.safetensors").read_bytes()
+    assert hub.lfs[hashlib.sha256(weights).hexdigest()] == weights
+    paths = [p for _, p in hub.requests]
+    assert paths[0] == "/api/repos/create" and "/api/models/acme/tiny-dump/commit/main" in paths
+    assert "/acme/tiny-dump.git/info/lfs/objects/batch" in paths
+    assert TOKEN not in out + err
+    assert not any(TOKEN.encode() in c for c in _files(publishable).values())
+
+
+def test_stock_export_to_a_branch_replaces_stale_files(publishable, hub, tmp_path):
+    hub.repos["acme/tiny-dump"] = Repo(private=False)  # as left by an earlier push of the DumpEmbed folder
+    hub.repos["acme/tiny-dump"].branches["main"].update(_files(publishable))
+    stock = export_stock_st(publishable, tmp_path / "stock")
+    (stock / "README.md").write_text((publishable / "README.md").read_text())  # a card is required
+    result = push_folder(stock, "acme/tiny-dump", branch="stock", source=publishable)
+    assert result.report.kind.value == "stock"
+    assert any("vs the source DumpEmbed folder" in line for line in result.report.passed)
+    assert hub.files("acme/tiny-dump", "stock") == {".gitattributes": GITATTRIBUTES, **_files(stock)}
+    assert "modeling_dumpembed.py" in result.deleted and "plots/spectrum.png" in result.deleted
+    assert hub.files("acme/tiny-dump") == {".gitattributes": GITATTRIBUTES, **_files(publishable)}  # main untouched
+    assert result.commit_sha == hub.repos["acme/tiny-dump"].commits[-1]["oid"]
+
+
+@pytest.mark.parametrize(
+    ("breakage", "message"),
+    [
+        (lambda f: (f / "pytorch_model.bin").write_bytes(b"pickle"), "non-safetensors weights: pytorch_model.bin"),
+        (lambda f: (f / "notes.txt").write_text("todo"), "stray files .*notes.txt"),
+        (lambda f: (f / "plots" / "raw.csv").write_text("1,2"), "stray files .*plots/raw.csv"),
+        (lambda f: (f / "modeling_dumpembed.py").unlink(), "remote code files .* missing: modeling_dumpembed.py"),
+        (lambda f: (f / "README.md").unlink(), "no model card README.md"),
+    ],
+)
+def test_broken_folder_is_refused_before_any_request(publishable, hub, tmp_path, breakage, message):
+    folder = copy_model(publishable, tmp_path / "broken")
+    breakage(folder)
+    with pytest.raises(PublishRefused, match=message) as refused:
+        push_folder(folder, "acme/broken")
+    assert "Nothing was uploaded" in str(refused.value)
+    assert hub.requests == []
+
+
+def test_a_folder_that_does_not_load_is_refused(publishable, hub, tmp_path, capsys):
+    folder = copy_model(publishable, tmp_path / "corrupt")
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])  # truncated download, say
+    with pytest.raises(SystemExit, match="fresh-process load .trust_remote_code=True. failed"):
+        main(["push", str(folder), "acme/corrupt"])
+    assert hub.requests == []
+
+
+def test_missing_token_is_a_clear_error(publishable, no_token, monkeypatch):
+    monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", False)
+    with pytest.raises(SystemExit, match="No Hugging Face token found: set the HF_TOKEN"):
+        main(["push", str(publishable), "acme/tiny-dump"])
+
+
+def test_offline_mode_and_bad_repo_ids_are_clear_errors(publishable, monkeypatch):
+    monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", True)
+    with pytest.raises(ValueError, match="HF_HUB_OFFLINE is set"):
+        push_folder(publishable, "acme/tiny-dump")
+    with pytest.raises(ValueError, match="owner/name"):
+        push_folder(publishable, "tiny-dump", dry_run=True)
+    with pytest.raises(ValueError, match="not a valid Hub repo id"):
+        push_folder(publishable, "acme/bad name", dry_run=True)
+
+
+def test_dry_run_stages_and_lists_without_token_or_network(publishable, no_token, tmp_path, capsys):
+    stage = tmp_path / "stage"
+    main(["push", str(publishable), "acme/tiny-dump", "--dry-run", "--stage-dir", str(stage)])
+    out = capsys.readouterr().out
+    assert "Dry run: nothing was uploaded" in out
+    staged = _files(stage)
+    assert staged == _files(publishable)
+    for path, content in staged.items():
+        assert f"{len(content):>12,}  {hashlib.sha256(content).hexdigest()}  {path}" in out
+    assert f"bytes in {len(staged)} files" in out
+
+
+def test_push_help_explains():
+    from hf_dumpembed.cli import build_parser
+
+    parser = build_parser()
+    push = parser._subparsers._group_actions[0].choices["push"]
+    assert "fresh" in push.description and "--dry-run" in push.format_help()
