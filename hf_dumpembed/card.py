@@ -222,8 +222,13 @@ def card_context(
     revision: str | None = None,
     results_dir: str | Path | None = None,
     results_model: str | None = None,
+    source_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """Everything the template shows, read from ``model_dir``; snippets load ``model_id`` (default: the folder)."""
+    """Everything the template shows, read from ``model_dir``; snippets load ``model_id`` (default: the folder).
+
+    With ``source_dir`` the folder is the stock export of that DumpEmbed folder, whose ``config`` is given.
+    """
+    stock = source_dir is not None
     text_config = config["text_config"]
     tokenizer_config = _read_json(model_dir / "tokenizer_config.json")
     base_model = config.get("base_model") or ""
@@ -247,7 +252,8 @@ def card_context(
         f"Inputs are truncated to {tokenizer_config.get('model_max_length')} tokens, [DUMP] and special tokens "
         "included."
     )
-    limitations.append("Loading needs `trust_remote_code=True` (or use the stock export, which does not).")
+    if not stock:
+        limitations.append("Loading needs `trust_remote_code=True` (or use the stock export, which does not).")
 
     model_id = model_id or str(model_dir)
     evaluation = None
@@ -264,6 +270,9 @@ def card_context(
         "title": model_id.rstrip("/").split("/")[-1],
         "model_id": model_id,
         "revision_arg": f', revision="{revision}"' if revision else "",
+        "revision": revision,
+        "st_args": ("" if stock else ", trust_remote_code=True") + (f', revision="{revision}"' if revision else ""),
+        "stock": stock,
         "base_model_display": base_model or text_config.get("_name_or_path", text_config["model_type"]),
         "backbone_kind": "decoder" if config.get("pooling") == "last" else "encoder",
         "backbone_type": text_config["model_type"],
@@ -306,23 +315,45 @@ def card_metadata(config: dict[str, Any]) -> ModelCardData:
     )
 
 
+def stock_source_config(model_dir: Path, source: str | Path | None) -> tuple[dict[str, Any], Path | None]:
+    """The DumpEmbed config the card describes: the folder's own, or for a stock export its ``source``'s."""
+    own = _read_json(model_dir / "config.json")
+    if own.get("model_type") == "dumpembed":
+        if source is not None:
+            raise ValueError(f"{model_dir} is a DumpEmbed folder; --source is only for a stock export.")
+        return own, None
+    if (model_dir / "modules.json").exists() and own:
+        if source is None:
+            raise ValueError(
+                f"{model_dir} is a stock sentence-transformers export; pass --source with the DumpEmbed folder it was "
+                "exported from (its metadata goes into the card)."
+            )
+        return read_dump_config(Path(source)), Path(source)
+    return read_dump_config(model_dir), None  # the clear "not a DumpEmbed model folder" error
+
+
 def render_card(
     model_dir: str | Path,
     model_id: str | None = None,
     revision: str | None = None,
     results_dir: str | Path | None = None,
     results_model: str | None = None,
+    source: str | Path | None = None,
 ) -> str:
     """The model card of ``model_dir`` as markdown with YAML front matter.
 
     ``model_id`` is what the usage snippets load (a Hub repo id, or by default the folder's path) and
     ``revision`` the commit they pin. ``results_dir`` holds mteb results (``<model>/<revision>/<Task>.json``)
-    for the evaluation table; ``results_model`` picks the model there when it holds several.
+    for the evaluation table; ``results_model`` picks the model there when it holds several. For a stock export
+    (`hf-dumpembed export-st`), ``source`` is the DumpEmbed folder it came from.
     """
     model_dir = Path(model_dir)
-    config = read_dump_config(model_dir)
-    context = card_context(model_dir, config, model_id, revision, results_dir, results_model)
-    card = ModelCard.from_template(card_metadata(config), template_path=str(TEMPLATE), **context)
+    config, source_dir = stock_source_config(model_dir, source)
+    context = card_context(model_dir, config, model_id, revision, results_dir, results_model, source_dir)
+    metadata = card_metadata(config)
+    if source_dir is not None:
+        metadata.tags = [*metadata.tags, "text-embeddings-inference"]
+    card = ModelCard.from_template(metadata, template_path=str(TEMPLATE), **context)
     return re.sub(r"\n{3,}", "\n\n", str(card)).strip() + "\n"
 
 
@@ -332,9 +363,10 @@ def write_card(
     revision: str | None = None,
     results_dir: str | Path | None = None,
     results_model: str | None = None,
+    source: str | Path | None = None,
 ) -> Path:
     """Render the card into ``model_dir/README.md``."""
-    text = render_card(model_dir, model_id, revision, results_dir, results_model)
+    text = render_card(model_dir, model_id, revision, results_dir, results_model, source)
     path = Path(model_dir) / "README.md"
     path.write_text(text)
     return path

@@ -62,7 +62,7 @@ def _card(args: argparse.Namespace) -> None:
     from .card import write_card
 
     path = write_card(args.model, model_id=args.model_id, revision=args.revision, results_dir=args.results,
-                      results_model=args.results_model)
+                      results_model=args.results_model, source=args.source)
     say(f"Wrote {path}")
 
 
@@ -162,6 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
     card.add_argument("--results-model", default=None, metavar="NAME",
                       help="which model's results to show when DIR holds several (default: the one named like "
                       "--model-id or the folder)")
+    card.add_argument("--source", default=None, metavar="DUMPEMBED_DIR",
+                      help="MODEL is a stock export (`export-st`): render its card from the DumpEmbed folder it came "
+                      "from (snippets without remote code, a TEI example)")
     card.set_defaults(func=_card)
 
     assets = commands.add_parser(

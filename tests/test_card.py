@@ -187,3 +187,25 @@ def test_card_command_with_results(full_model, tmp_path, capsys):
     assert _sections(card) == FULL_SECTIONS
     with pytest.raises(SystemExit, match="does not exist"):
         main(["card", str(full_model), "--results", str(tmp_path / "missing")])
+
+
+def test_card_of_a_stock_export(full_model, tmp_path):
+    from hf_dumpembed.export import export_stock_st
+
+    stock = export_stock_st(full_model, tmp_path / "stock")
+    with pytest.raises(ValueError, match="pass --source"):
+        render_card(stock)
+    with pytest.raises(ValueError, match="only for a stock export"):
+        render_card(full_model, source=full_model)
+    card = render_card(stock, model_id="acme/full", revision="e" * 40, source=full_model)
+    meta = _front_matter(card)
+    assert "text-embeddings-inference" in meta["tags"] and meta["datasets"] == ["rlhn/rlhn-100K"]
+    assert _sections(card) == ["Usage", "sentence-transformers", "Text Embeddings Inference", "MTEB",
+                               "[DUMP] tokens", "Projection", "Training", "Limitations", "Citation"]
+    assert "trust_remote_code=True" not in card.split("## [DUMP] tokens")[0].replace(
+        "(loaded with `trust_remote_code=True`)", "")
+    assert card.count(f'SentenceTransformer("acme/full", revision="{"e" * 40}")') == 2
+    assert f"--model-id acme/full --revision {'e' * 40}" in card
+    assert "`Dense` module here" in card and "![" not in card  # the export has no plots/ folder
+    assert "Loading needs `trust_remote_code=True`" not in card
+    assert not PLACEHOLDER.search(card), PLACEHOLDER.search(card)

@@ -80,7 +80,9 @@ def test_stock_export_to_a_branch_replaces_stale_files(publishable, hub, tmp_pat
     hub.repos["acme/tiny-dump"] = Repo(private=False)  # as left by an earlier push of the DumpEmbed folder
     hub.repos["acme/tiny-dump"].branches["main"].update(_files(publishable))
     stock = export_stock_st(publishable, tmp_path / "stock")
-    (stock / "README.md").write_text((publishable / "README.md").read_text())  # a card is required
+    with pytest.raises(PublishRefused, match="no model card README.md"):  # export-st writes no card
+        push_folder(stock, "acme/tiny-dump", branch="stock")
+    write_card(stock, model_id="acme/tiny-dump", source=publishable)
     result = push_folder(stock, "acme/tiny-dump", branch="stock", source=publishable)
     assert result.report.kind.value == "stock"
     assert any("vs the source DumpEmbed folder" in line for line in result.report.passed)
