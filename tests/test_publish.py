@@ -93,20 +93,23 @@ def test_stock_export_to_a_branch_replaces_stale_files(publishable, hub, tmp_pat
 
 
 @pytest.mark.parametrize(
-    ("breakage", "message"),
+    ("breakage", "repo", "message"),
     [
-        (lambda f: (f / "pytorch_model.bin").write_bytes(b"pickle"), "non-safetensors weights: pytorch_model.bin"),
-        (lambda f: (f / "notes.txt").write_text("todo"), "stray files .*notes.txt"),
-        (lambda f: (f / "plots" / "raw.csv").write_text("1,2"), "stray files .*plots/raw.csv"),
-        (lambda f: (f / "modeling_dumpembed.py").unlink(), "remote code files .* missing: modeling_dumpembed.py"),
-        (lambda f: (f / "README.md").unlink(), "no model card README.md"),
+        (lambda f: (f / "pytorch_model.bin").write_bytes(b"pickle"), "acme/tiny-dump",
+         "non-safetensors weights: pytorch_model.bin"),
+        (lambda f: (f / "notes.txt").write_text("todo"), "acme/tiny-dump", "stray files .*notes.txt"),
+        (lambda f: (f / "plots" / "raw.csv").write_text("1,2"), "acme/tiny-dump", "stray files .*plots/raw.csv"),
+        (lambda f: (f / "modeling_dumpembed.py").unlink(), "acme/tiny-dump",
+         "remote code files .* missing: modeling_dumpembed.py"),
+        (lambda f: (f / "README.md").unlink(), "acme/tiny-dump", "no model card README.md"),
+        (lambda f: None, "acme/elsewhere", "card's usage snippets load 'acme/tiny-dump', not 'acme/elsewhere'"),
     ],
 )
-def test_broken_folder_is_refused_before_any_request(publishable, hub, tmp_path, breakage, message):
+def test_broken_folder_is_refused_before_any_request(publishable, hub, tmp_path, breakage, repo, message):
     folder = copy_model(publishable, tmp_path / "broken")
     breakage(folder)
     with pytest.raises(PublishRefused, match=message) as refused:
-        push_folder(folder, "acme/broken")
+        push_folder(folder, repo)
     assert "Nothing was uploaded" in str(refused.value)
     assert hub.requests == []
 
@@ -116,7 +119,7 @@ def test_a_folder_that_does_not_load_is_refused(publishable, hub, tmp_path, caps
     weights = folder / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])  # truncated download, say
     with pytest.raises(SystemExit, match="fresh-process load .trust_remote_code=True. failed"):
-        main(["push", str(folder), "acme/corrupt"])
+        main(["push", str(folder), "acme/tiny-dump"])
     assert hub.requests == []
 
 

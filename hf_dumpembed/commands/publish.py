@@ -54,6 +54,9 @@ def _push(args: argparse.Namespace) -> None:
         say(f"Deleted from {result.branch}: {', '.join(result.deleted)}")
     say(f"\nPushed to {result.repo_id}@{result.branch}: {result.commit_url}")
     say(f"commit sha (the revision to pin): {result.commit_sha}")
+    say(f"To pin it in the card's snippets: hf-dumpembed card {args.model} --model-id {result.repo_id} --revision "
+        f"{result.commit_sha}{' --source ' + args.source if args.source else ''}, then push again (only README.md "
+        "changes; the model files stay those of the pinned commit).")
 
 
 def register(commands: argparse._SubParsersAction) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -130,7 +131,7 @@ def is_allowed(path: str, kind: FolderKind, module_dirs: set[str]) -> bool:
     return False
 
 
-def static_checks(folder: Path, report: FolderReport) -> list[str]:
+def static_checks(folder: Path, report: FolderReport, repo_id: str | None = None) -> list[str]:
     """File-level checks; returns the files that would be uploaded."""
     kind = report.kind
     files = list_files(folder)
@@ -173,7 +174,7 @@ def static_checks(folder: Path, report: FolderReport) -> list[str]:
     if missing_st:
         report.problems.append(f"sentence-transformers files missing: {', '.join(missing_st)}")
 
-    card_problem = _card_problem(folder / "README.md")
+    card_problem = _card_problem(folder / "README.md", repo_id)
     if card_problem:
         report.problems.append(card_problem)
     else:
@@ -192,7 +193,13 @@ def static_checks(folder: Path, report: FolderReport) -> list[str]:
     return files
 
 
-def _card_problem(card: Path) -> str | None:
+def card_model_id(card_text: str) -> str | None:
+    """The model id the card's sentence-transformers snippet loads (None for a card without one)."""
+    match = re.search(r'SentenceTransformer\("([^"]+)"', card_text)
+    return match.group(1) if match else None
+
+
+def _card_problem(card: Path, repo_id: str | None = None) -> str | None:
     if not card.exists():
         return ("no model card README.md (render it with `hf-dumpembed card MODEL`, or for a stock export "
                 "`hf-dumpembed card STOCK --source MODEL`)")
@@ -205,6 +212,10 @@ def _card_problem(card: Path) -> str | None:
         return f"README.md front matter is not valid YAML: {error}"
     if not isinstance(meta, dict) or meta.get("pipeline_tag") != "sentence-similarity":
         return "README.md front matter lacks pipeline_tag: sentence-similarity (re-render it with `hf-dumpembed card`)"
+    loads = card_model_id(text)
+    if repo_id is not None and loads is not None and loads != repo_id:
+        return (f"the card's usage snippets load {loads!r}, not {repo_id!r}: re-render it with `hf-dumpembed card "
+                f"MODEL --model-id {repo_id}` (plus --results DIR if it shows an evaluation table)")
     return None
 
 
@@ -309,17 +320,18 @@ def load_checks(staged: Path, report: FolderReport, tolerance: float = 1e-5,
 
 
 def check_folder(folder: str | Path, source: str | Path | None = None, tolerance: float = 1e-5,
-                 staging: Path | None = None) -> tuple[FolderReport, list[str]]:
+                 staging: Path | None = None, repo_id: str | None = None) -> tuple[FolderReport, list[str]]:
     """Run every check on ``folder``; stage the files into ``staging`` (a temporary folder when None).
 
     ``source`` is the DumpEmbed folder a stock export came from: its vectors (fresh process, remote code) must
-    equal the export's. Returns the report and the files that would be uploaded.
+    equal the export's; ``repo_id`` is where it goes (the card's snippets must load it). Returns the report and
+    the files that would be uploaded.
     """
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder} is not a folder.")
     report = FolderReport(folder=folder, kind=folder_kind(folder))
-    files = static_checks(folder, report)
+    files = static_checks(folder, report, repo_id)
     if report.problems:  # no point loading a folder that is already refused
         return report, files
     reference = None
