@@ -122,7 +122,7 @@ def _write_module(root: Path, name: str, functions: int, prefix: str) -> None:
 
 
 def test_stdlib_split_is_by_module_and_strips_docstrings(tmp_path: Path) -> None:
-    for index, module in enumerate(["alpha", "beta", "gamma", "delta", "epsilon", "zeta"]):
+    for module in ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"]:
         _write_module(tmp_path, module, 5, module)
     (tmp_path / "test").mkdir()
     _write_module(tmp_path / "test", "test_alpha", 3, "test")  # a test folder: never collected

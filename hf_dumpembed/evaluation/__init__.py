@@ -2,5 +2,20 @@
 
 from .local_task import beir_task
 from .metrics import K_VALUES, retrieval_metrics
+from .presets import GROUPS, LOCAL_TASKS, LONGEMBED_TASKS, STANDARD_TASKS, expand_task_names
+from .runner import EvalRow, EvalRun, load_tasks, run_eval
 
-__all__ = ["K_VALUES", "beir_task", "retrieval_metrics"]
+__all__ = [
+    "GROUPS",
+    "K_VALUES",
+    "LOCAL_TASKS",
+    "LONGEMBED_TASKS",
+    "STANDARD_TASKS",
+    "EvalRow",
+    "EvalRun",
+    "beir_task",
+    "expand_task_names",
+    "load_tasks",
+    "retrieval_metrics",
+    "run_eval",
+]

@@ -1,0 +1,132 @@
+"""Task names the ``eval`` command understands: BEIR folders, the locally built collections, the paper's official
+MTEB tasks and named groups of them; with a clear error when an official task is not available offline."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..beir import is_beir_folder
+
+# The [DUMP] paper's evaluation (methods.md §1): standard retrieval (WikipediaRetrievalMultilingual: English only)
+# and LongEmbed.
+STANDARD_TASKS = (
+    "NQHardNegatives",
+    "HotpotQAHardNegatives",
+    "QuoraRetrievalHardNegatives",
+    "DBPediaHardNegatives",
+    "MSMARCOHardNegatives",
+    "WikipediaRetrievalMultilingual",
+)
+LONGEMBED_TASKS = (
+    "LEMBNarrativeQARetrieval",
+    "LEMBQMSumRetrieval",
+    "LEMBWikimQARetrieval",
+    "LEMBSummScreenFDRetrieval",
+    "LEMBNeedleRetrieval",
+    "LEMBPasskeyRetrieval",
+)
+# Official tasks run on one language subset only.
+TASK_LANGUAGES = {"WikipediaRetrievalMultilingual": ["eng"]}
+# The collections built by scripts/build_datasets.py (evaluation splits; StdlibCodeTrain is training text).
+LOCAL_TASKS = ("ManPages", "PyFAQ", "StdlibCode", "WikiLong")
+GROUPS = {
+    "dump-standard": STANDARD_TASKS,
+    "dump-longembed": LONGEMBED_TASKS,
+    "dump-paper": STANDARD_TASKS + LONGEMBED_TASKS,
+    "local": LOCAL_TASKS,
+}
+DEFAULT_DATA_DIR = Path("data")
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """A resolved task: a local BEIR folder (``folder``) or an official mteb task (``name``)."""
+
+    name: str
+    folder: Path | None = None
+    split: str = "test"
+
+    @property
+    def is_local(self) -> bool:
+        return self.folder is not None
+
+
+def expand_task_names(specs: list[str], data_dir: str | Path = DEFAULT_DATA_DIR) -> list[TaskSpec]:
+    """Resolve each ``--task`` value: a BEIR folder path, a local collection name (under ``data_dir``), a group
+    (``dump-standard``, ``dump-longembed``, ``dump-paper``, ``local``) or an official mteb task name."""
+    data_dir = Path(data_dir)
+    resolved: list[TaskSpec] = []
+    for spec in specs:
+        for name in GROUPS.get(spec, (spec,)):
+            resolved.append(_resolve_one(name, data_dir))
+    unique: dict[tuple[str, Path | None], TaskSpec] = {}
+    for task in resolved:
+        unique.setdefault((task.name, task.folder), task)
+    return list(unique.values())
+
+
+def _resolve_one(spec: str, data_dir: Path) -> TaskSpec:
+    path = Path(spec)
+    if path.exists():
+        if not path.is_dir() or not is_beir_folder(path):
+            raise FileNotFoundError(f"{path} is not a BEIR-style folder (it needs corpus.jsonl, queries.jsonl and "
+                                    "qrels/<split>.tsv).")
+        return TaskSpec(name=path.resolve().name, folder=path)
+    if spec in LOCAL_TASKS:
+        folder = data_dir / spec
+        if not is_beir_folder(folder):
+            raise FileNotFoundError(f"{spec} is a local collection but {folder} is missing; build it with "
+                                    f"`python scripts/build_datasets.py --out {data_dir}` (or pass --data-dir).")
+        return TaskSpec(name=spec, folder=folder)
+    import mteb
+
+    try:
+        mteb.get_task(spec)
+    except (KeyError, ValueError):
+        raise ValueError(
+            f"unknown task {spec!r}: not a folder, not a local collection ({', '.join(LOCAL_TASKS)}), not a group "
+            f"({', '.join(GROUPS)}) and not an mteb task name."
+        ) from None
+    return TaskSpec(name=spec)
+
+
+def hub_offline() -> bool:
+    """True when the Hugging Face Hub must not be contacted (``HF_HUB_OFFLINE`` / ``HF_DATASETS_OFFLINE``)."""
+    from huggingface_hub import constants
+
+    flags = (os.environ.get("HF_DATASETS_OFFLINE", ""), os.environ.get("HF_HUB_OFFLINE", ""))
+    return bool(constants.HF_HUB_OFFLINE) or any(f.upper() in {"1", "TRUE", "YES", "ON"} for f in flags)
+
+
+def dataset_is_cached(path: str, revision: str | None) -> bool:
+    """Whether an official task's Hub dataset is in the local Hub cache (or the ``datasets`` cache)."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    try:
+        snapshot_download(repo_id=path, repo_type="dataset", revision=revision, local_files_only=True)
+        return True
+    except (LocalEntryNotFoundError, FileNotFoundError, OSError, ValueError):
+        pass
+    from datasets import config as datasets_config
+
+    return (Path(datasets_config.HF_DATASETS_CACHE) / path.replace("/", "___")).is_dir()
+
+
+def official_task(name: str):
+    """The mteb task object (one language subset where the paper used one); a clear error when offline and the
+    task's dataset is not cached."""
+    import mteb
+
+    task = mteb.get_task(name, languages=TASK_LANGUAGES[name]) if name in TASK_LANGUAGES else mteb.get_task(name)
+    dataset = task.metadata.dataset
+    if hub_offline() and not dataset_is_cached(dataset["path"], dataset.get("revision")):
+        raise FileNotFoundError(
+            f"mteb task {name} needs the Hub dataset {dataset['path']} (revision {dataset.get('revision')}), which "
+            "is not in the local cache, and this machine is offline (HF_HUB_OFFLINE=1). Run it once where the Hub is "
+            "reachable (or copy the cache, HF_HOME), or evaluate on a local BEIR folder instead "
+            f"(--task PATH or one of {', '.join(LOCAL_TASKS)})."
+        )
+    return task

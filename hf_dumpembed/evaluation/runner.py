@@ -1,0 +1,97 @@
+"""Run mteb on a DumpEmbed folder through the stock sentence-transformers wrapper and collect the table."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from .presets import DEFAULT_DATA_DIR, expand_task_names, official_task
+
+logger = logging.getLogger(__name__)
+
+TABLE_METRICS = {"ndcg_at_10": "nDCG@10", "recall_at_10": "Recall@10", "mrr_at_10": "MRR@10"}
+
+
+@dataclass(frozen=True)
+class EvalRow:
+    """One (task, split, subset) result."""
+
+    task: str
+    split: str
+    subset: str
+    scores: dict[str, float]
+
+
+@dataclass(frozen=True)
+class EvalRun:
+    """The rows of one run and where mteb filed them."""
+
+    model_name: str
+    revision: str
+    results_folder: Path
+    rows: list[EvalRow]
+
+    def table(self) -> str:
+        """A plain-text table: task, split, subset, nDCG@10, Recall@10, MRR@10."""
+        header = f"{'task':<34} {'split':<6} {'subset':<8} " + " ".join(f"{v:>9}" for v in TABLE_METRICS.values())
+        lines = [f"{self.model_name} @ {self.revision}", header, "-" * len(header)]
+        for row in self.rows:
+            cells = " ".join(f"{row.scores.get(k, float('nan')):>9.4f}" for k in TABLE_METRICS)
+            lines.append(f"{row.task:<34} {row.split:<6} {row.subset:<8} {cells}")
+        lines.append(f"results: {self.results_folder}")
+        return "\n".join(lines)
+
+
+def load_tasks(specs: list[str], data_dir: str | Path = DEFAULT_DATA_DIR) -> list:
+    """mteb task objects for ``--task`` values (BEIR folders, local collections, groups, official names)."""
+    from .local_task import beir_task
+
+    tasks = []
+    for spec in expand_task_names(specs, data_dir):
+        tasks.append(beir_task(spec.folder, spec.split, name=spec.name) if spec.is_local else official_task(spec.name))
+    return tasks
+
+
+def run_eval(
+    model_dir: str | Path,
+    tasks: list[str],
+    results_dir: str | Path = "results",
+    data_dir: str | Path = DEFAULT_DATA_DIR,
+    model_name: str | None = None,
+    revision: str | None = None,
+    batch_size: int = 32,
+    overwrite: bool = False,
+) -> EvalRun:
+    """Evaluate ``model_dir`` on ``tasks`` with ``mteb.evaluate`` and mteb's stock
+    ``SentenceTransformerEncoderWrapper`` (``trust_remote_code=True``); results go to mteb's layout under
+    ``results_dir/results/<org>__<name>/<revision>/`` with the model's full ``ModelMeta``."""
+    import mteb
+    from mteb.cache import ResultCache
+    from mteb.models.sentence_transformer_wrapper import SentenceTransformerEncoderWrapper
+
+    from ..submission import SubmissionOptions, build_model_meta
+
+    model_dir = Path(model_dir)
+    if not (model_dir / "config.json").is_file():
+        raise FileNotFoundError(f"{model_dir} is not a model folder (no config.json).")
+    task_objects = load_tasks(tasks, data_dir)  # fails fast on bad folders / offline official tasks
+    meta = build_model_meta(model_dir, SubmissionOptions(name=model_name, revision=revision), strict=False)
+    wrapper = SentenceTransformerEncoderWrapper(str(model_dir), revision=None, trust_remote_code=True)
+    wrapper.mteb_model_meta = meta
+    cache = ResultCache(results_dir)
+    result = mteb.evaluate(
+        wrapper,
+        task_objects,
+        cache=cache,
+        overwrite_strategy="always" if overwrite else "only-missing",
+        encode_kwargs={"batch_size": batch_size},
+    )
+    rows = []
+    for task_result in result.task_results:
+        for split, entries in task_result.scores.items():
+            for entry in entries:
+                scores = {k: float(v) for k, v in entry.items() if isinstance(v, (int, float))}
+                rows.append(EvalRow(task_result.task_name, split, str(entry.get("hf_subset", "default")), scores))
+    folder = cache.cache_path / "results" / meta.model_name_as_path() / meta.revision
+    return EvalRun(model_name=meta.name, revision=meta.revision, results_folder=folder, rows=rows)
