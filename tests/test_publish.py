@@ -129,6 +129,17 @@ def test_missing_token_is_a_clear_error(publishable, no_token, monkeypatch):
         main(["push", str(publishable), "acme/tiny-dump"])
 
 
+def test_a_rejected_token_is_a_clean_error_and_never_shown(publishable, hub, monkeypatch, capsys):
+    wrong = "hf_wrong_token_never_to_be_printed"
+    monkeypatch.setenv("HF_TOKEN", wrong)
+    with pytest.raises(SystemExit, match="hf-dumpembed push: error: .*401") as exit_info:
+        main(["push", str(publishable), "acme/tiny-dump"])
+    out, err = capsys.readouterr()
+    assert wrong not in out + err + str(exit_info.value)
+    assert {path for _, path in hub.requests} <= {"/api/repos/create", "/api/models/acme/tiny-dump"}  # + repo_info
+    assert hub.repos == {}
+
+
 def test_offline_mode_and_bad_repo_ids_are_clear_errors(publishable, monkeypatch):
     monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", True)
     with pytest.raises(ValueError, match="HF_HUB_OFFLINE is set"):

@@ -13,6 +13,7 @@ import fnmatch
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -220,17 +221,22 @@ def _card_problem(card: Path, repo_id: str | None = None) -> str | None:
 
 
 def stage_files(folder: Path, files: list[str], staging: Path) -> Path:
-    """Copy ``files`` (relative to ``folder``) into ``staging``: exactly what would be uploaded."""
+    """Copy ``files`` (relative to ``folder``) into ``staging``: exactly what would be uploaded.
+
+    Weights are hard-linked when the filesystem allows it (no second copy of gigabytes); every other file is
+    copied, so editing the staging folder never changes the model folder.
+    """
     for name in files:
         target = staging / name
         target.parent.mkdir(parents=True, exist_ok=True)
         source = (folder / name).resolve()
-        try:
-            os.link(source, target)  # same filesystem: no copy of large weights
-        except OSError:
-            import shutil
-
-            shutil.copyfile(source, target)
+        if name.endswith(".safetensors"):
+            try:
+                os.link(source, target)
+                continue
+            except OSError:
+                pass
+        shutil.copyfile(source, target)
     return staging
 
 
