@@ -51,6 +51,11 @@ def export_stock_st(model_dir: str | Path, out_dir: str | Path, overwrite: bool 
     """Write ``out_dir`` as a stock sentence-transformers model reproducing ``model_dir``'s vectors."""
     model_dir = Path(model_dir)
     model = DumpEmbedModel.from_pretrained(model_dir, dtype=torch.float32)
+    if model.config.prompt_mode is not None:
+        raise ValueError(
+            f"{model_dir} composes a {model.config.prompt_mode!r} prompt inside the model, which stock "
+            "sentence-transformers modules cannot express; serve it with remote code (trust_remote_code=True)."
+        )
     with staged_output(out_dir, overwrite=overwrite) as staging:
         backbone_dir = staging / "_backbone"
         model.backbone.save_pretrained(backbone_dir, safe_serialization=True)
@@ -63,6 +68,8 @@ def export_stock_st(model_dir: str | Path, out_dir: str | Path, overwrite: bool 
             Pooling(transformer.get_embedding_dimension(), ST_POOLING[model.config.pooling]),
         ]
         if not projection_is_identity(model):
+            if model.config.normalize_pooled:  # fitted maps read the unit-length pooled embedding
+                modules.append(Normalize())
             modules.append(projection_as_dense(model))
         if model.config.normalize:
             modules.append(Normalize())

@@ -8,6 +8,7 @@ from transformers import AutoConfig, PreTrainedConfig
 from transformers.configuration_utils import SubConfigSpec
 
 POOLING_MODES = ("cls", "last", "mean")
+PROMPT_MODES = ("prompteol", "echo")
 
 
 class DumpEmbedConfig(PreTrainedConfig):
@@ -40,6 +41,15 @@ class DumpEmbedConfig(PreTrainedConfig):
         training_info (`dict`, *optional*):
             What the model was fine-tuned on and how (datasets, hyperparameters, seed, steps); empty when the
             folder was only built, never trained. Read by the model card and the MTEB metadata.
+        normalize_pooled (`bool`, defaults to `False`):
+            L2-normalise the pooled vector before the projection. Fitted projections set it: they were fitted
+            on the model's unit-length embeddings (SpecTemp's mean and covariance are those of unit vectors).
+        prompt_mode (`str`, *optional*):
+            Zero-shot prompt composed around the text inside the model (so every load path applies it):
+            `"prompteol"` (template, last-token pooling) or `"echo"` (text twice, mean over the second copy).
+        prompt_token_ids (`dict`, *optional*):
+            Token ids of the prompt pieces: `prefix`, `middle` (ECHO only), `suffix`, and `num_trailing_special`
+            (special tokens the tokenizer appends after the text, e.g. EOS).
     """
 
     model_type = "dumpembed"
@@ -57,6 +67,9 @@ class DumpEmbedConfig(PreTrainedConfig):
     base_model: str | None = None
     dump_init: str | None = None
     training_info: dict[str, Any] | None = None
+    normalize_pooled: bool = False
+    prompt_mode: str | None = None
+    prompt_token_ids: dict[str, Any] | None = None
 
     def __post_init__(self, **kwargs: Any) -> None:
         super().__post_init__(**kwargs)
@@ -86,6 +99,11 @@ class DumpEmbedConfig(PreTrainedConfig):
                 f"projection_dim must be between 1 and the backbone hidden size {hidden_size}; "
                 f"got {self.projection_dim}."
             )
+        if self.prompt_mode is not None:
+            if self.prompt_mode not in PROMPT_MODES:
+                raise ValueError(f"prompt_mode must be one of {PROMPT_MODES} or None; got {self.prompt_mode!r}.")
+            if not self.prompt_token_ids:
+                raise ValueError(f"prompt_mode={self.prompt_mode!r} needs prompt_token_ids (the prompt's pieces).")
         if self.max_position_embeddings is None:
             self.max_position_embeddings = getattr(self.text_config, "max_position_embeddings", None)
 

@@ -37,13 +37,72 @@ class DumpEmbedOutput(ModelOutput):
     attentions: tuple[torch.FloatTensor, ...] | None = None
 
 
-class DumpProjection(nn.Module):
-    """Affine map ``y = (x - mean) @ matrix`` held in persistent fp32 buffers (identity by default)."""
+# How a fitted projection is recomposed for another output dimension k at load time (projection_info["selection"]).
+SELECTIONS = ("spectral", "band", "prefix")
+SPECTRAL_EPS = 1e-6
 
-    def __init__(self, in_dim: int, out_dim: int) -> None:
+
+def spectral_matrix(basis: torch.Tensor, eigenvalues: torch.Tensor, gamma: torch.Tensor | float, k: int,
+                    eps: float = SPECTRAL_EPS) -> torch.Tensor:
+    """W_k = U_k diag((λ_1..k + eps)^(−γ/2)), computed in float64 from the stored fp32 tensors, returned fp32.
+
+    The fit writes its stored matrix with this same function, so choosing k at load time gives the same
+    matrix, bit for bit, as fitting at k.
+    """
+    gamma = torch.as_tensor(gamma, dtype=torch.float64)
+    scale = (eigenvalues[:k].double() + eps) ** (-gamma / 2)
+    return (basis[:, :k].double() * scale[None, :]).float()
+
+
+def band_matrix(basis: torch.Tensor, k: int) -> torch.Tensor:
+    """The middle band of k columns of a basis sorted by descending singular value: columns s..s+k, s=(d−k)//2."""
+    start = (basis.shape[1] - k) // 2
+    return basis[:, start : start + k].clone()
+
+
+class DumpProjection(nn.Module):
+    """Affine map ``y = (x - mean) @ matrix`` held in persistent fp32 buffers (identity by default).
+
+    A fitted projection may also store what recomposes it for any output dimension k (``selection``):
+    ``spectral`` (SpecTemp / PCA / γ-whitening: ``basis`` = eigenvectors, ``eigenvalues``, ``gammas`` = γ(k) for
+    k = 1..d), ``band`` (EmbedFilter: ``basis`` = right singular vectors of the unembedding matrix) or ``prefix``
+    (truncation; nothing stored).
+    """
+
+    def __init__(self, in_dim: int, out_dim: int, selection: str | None = None, eps: float = SPECTRAL_EPS) -> None:
         super().__init__()
+        if selection is not None and selection not in SELECTIONS:
+            raise ValueError(f"selection must be one of {SELECTIONS} or None; got {selection!r}.")
+        self.selection = selection
+        self.eps = eps
         self.register_buffer("mean", torch.zeros(in_dim, dtype=torch.float32), persistent=True)
         self.register_buffer("matrix", torch.eye(in_dim, out_dim, dtype=torch.float32), persistent=True)
+        if selection in ("spectral", "band"):
+            self.register_buffer("basis", torch.eye(in_dim, dtype=torch.float32), persistent=True)
+        if selection == "spectral":
+            self.register_buffer("eigenvalues", torch.zeros(in_dim, dtype=torch.float32), persistent=True)
+            self.register_buffer("gammas", torch.zeros(in_dim, dtype=torch.float32), persistent=True)
+
+    def matrix_for(self, k: int) -> torch.Tensor:
+        """The projection matrix for output dimension ``k`` (1..in_dim), recomposed from the stored spectrum."""
+        in_dim = self.mean.shape[0]
+        if not 1 <= k <= in_dim:
+            raise ValueError(f"projection_dim must be between 1 and {in_dim}; got {k}.")
+        if self.selection == "spectral":
+            return spectral_matrix(self.basis, self.eigenvalues, self.gammas[k - 1], k, self.eps)
+        if self.selection == "band":
+            return band_matrix(self.basis, k)
+        if self.selection == "prefix":
+            return torch.eye(in_dim, k, dtype=torch.float32, device=self.matrix.device)
+        raise ValueError(
+            "this model's projection stores no spectrum, so its output dimension is fixed at "
+            f"{self.matrix.shape[1]}; refit it with the wanted dimension (hf-dumpembed fit --dim K) or with a "
+            "method that supports load-time dimensions (spectemp, pca, whiten, gamma, embedfilter, truncate)."
+        )
+
+    def select(self, k: int) -> None:
+        """Replace the stored matrix by the one for output dimension ``k``."""
+        self.matrix = self.matrix_for(k).to(self.matrix.device)
 
     def forward(self, pooled: torch.Tensor) -> torch.Tensor:
         return (pooled.to(self.matrix.dtype) - self.mean) @ self.matrix
@@ -76,18 +135,78 @@ class DumpEmbedPreTrainedModel(PreTrainedModel):
         if isinstance(module, DumpProjection):
             init.zeros_(module.mean)
             init.eye_(module.matrix)
+            if hasattr(module, "basis"):
+                init.eye_(module.basis)
+            for name in ("eigenvalues", "gammas"):
+                if hasattr(module, name):
+                    init.zeros_(getattr(module, name))
         # Backbone weights always come from the checkpoint; nothing else to initialise here.
 
 
 class DumpEmbedModel(DumpEmbedPreTrainedModel):
     """A text-embedding model: any `AutoModel` backbone, [DUMP]-prefixed inputs, pooling, projection, L2."""
 
-    def __init__(self, config: DumpEmbedConfig) -> None:
+    def __init__(self, config: DumpEmbedConfig, projection_dim: int | None = None) -> None:
         super().__init__(config)
+        if projection_dim is not None:  # e.g. SentenceTransformer(..., model_kwargs={"projection_dim": 128})
+            if not isinstance(projection_dim, int) or not 1 <= projection_dim <= config.hidden_size:
+                raise ValueError(
+                    f"projection_dim must be an integer between 1 and {config.hidden_size}; got {projection_dim!r}."
+                )
+            config.projection_dim = projection_dim
         self.backbone = AutoModel.from_config(config.text_config)
-        self.projection = DumpProjection(config.hidden_size, config.projection_dim)
+        info = config.projection_info or {}
+        selection = info.get("selection")
+        # The checkpoint holds the matrix for the fitted dimension; another projection_dim is recomposed after
+        # loading (see from_pretrained), from the spectrum the folder stores.
+        stored_dim = int(info["dim"]) if info.get("dim") else config.projection_dim
+        if stored_dim != config.projection_dim and selection is None:
+            raise ValueError(
+                f"projection_dim={config.projection_dim} was asked for, but this model's projection has a fixed "
+                f"output dimension {stored_dim} (method {info.get('method', 'identity')!r} stores no spectrum). "
+                "Fit a projection with `hf-dumpembed fit` (spectemp, pca, whiten, gamma, embedfilter, truncate) "
+                "to choose the dimension at load time."
+            )
+        self.projection = DumpProjection(
+            config.hidden_size, stored_dim, selection=selection, eps=float(info.get("eps", SPECTRAL_EPS))
+        )
         self._backbone_takes_position_ids = "position_ids" in inspect.signature(self.backbone.forward).parameters
         self.post_init()
+
+    @classmethod
+    def from_pretrained(cls, *args, **kwargs):
+        """`PreTrainedModel.from_pretrained`, then the projection for the requested ``projection_dim``.
+
+        ``from_pretrained(path, projection_dim=k)`` (or ``config_kwargs``/``model_kwargs`` in sentence-transformers)
+        gives exactly the map the fit would have written for k, recomposed from the stored spectrum.
+        """
+        try:
+            model = super().from_pretrained(*args, **kwargs)
+        except RuntimeError as error:
+            if "mismatched" not in str(error):
+                raise
+            raise ValueError(
+                "the checkpoint's projection has another output dimension than the projection_dim asked for, and "
+                "stores no spectrum to recompose it (no fitted projection_info). Load it without projection_dim, "
+                "or fit a projection with `hf-dumpembed fit` (spectemp, pca, whiten, gamma, embedfilter, truncate) "
+                "to choose the dimension at load time."
+            ) from error
+        model.apply_projection_dim(model.config.projection_dim)
+        return model
+
+    def apply_projection_dim(self, k: int) -> None:
+        """Recompose the projection for output dimension ``k`` and keep the config's provenance in step."""
+        if k == self.projection.matrix.shape[1]:
+            return
+        self.projection.select(k)
+        self.config.projection_dim = k
+        info = dict(self.config.projection_info or {})
+        info["dim"] = k
+        if self.projection.selection == "spectral":
+            info["gamma"] = float(self.projection.gammas[k - 1])
+            if info.get("knee_fallback"):
+                info["knee"] = max(1, k // 2)
+        self.config.projection_info = info
 
     def get_input_embeddings(self) -> nn.Module:
         return self.backbone.get_input_embeddings()
@@ -119,12 +238,60 @@ class DumpEmbedModel(DumpEmbedPreTrainedModel):
                 "add_special_tokens=True; its post-processor prepends the [DUMP] tokens."
             )
 
-    def pool(self, last_hidden_state: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    def compose_prompt(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """Wrap each row's text tokens in the zero-shot prompt (PromptEOL or ECHO), left-padded.
+
+        Rows arrive as the tokenizer made them (``[BOS] [DUMP1..K] text [EOS?]``, any padding side). The text
+        tokens are kept as tokenized alone, so the word after the prompt has no leading-space merge. PromptEOL:
+        ``lead + prefix + text + suffix``, pooled at its last token. ECHO: ``lead + prefix + text + middle + text +
+        suffix + trailing specials``; returns the mask of the second copy (+ trailing specials) for mean pooling.
+        """
+        pieces = self.config.prompt_token_ids
+        prefix, middle, suffix = (list(pieces.get(key) or []) for key in ("prefix", "middle", "suffix"))
+        trailing = int(pieces.get("num_trailing_special", 0))
+        lead_len = self.config.dump_token_offset + self.config.num_dump_tokens
+        echo = self.config.prompt_mode == "echo"
+        limit = self.config.max_position_embeddings or 10**9
+        device = input_ids.device
+        rows, spans = [], []
+        for ids, mask in zip(input_ids.tolist(), attention_mask.tolist(), strict=True):
+            ids = [token for token, keep in zip(ids, mask, strict=True) if keep]
+            lead, text = ids[:lead_len], ids[lead_len : len(ids) - trailing]
+            tail = ids[len(ids) - trailing :] if trailing else []
+            fixed = len(lead) + len(prefix) + len(suffix) + (len(middle) + len(tail) if echo else 0)
+            text = text[: max(1, (limit - fixed) // (2 if echo else 1))]
+            if echo:
+                first = lead + prefix + text + middle
+                rows.append(first + text + suffix + tail)
+                spans.append((len(first), len(rows[-1])))
+            else:
+                rows.append(lead + prefix + text + suffix)
+        width = max(len(row) for row in rows)
+        pad_id = self.config.text_config.pad_token_id
+        pad_id = 0 if pad_id is None else int(pad_id)
+        new_ids = torch.full((len(rows), width), pad_id, dtype=input_ids.dtype, device=device)
+        new_mask = torch.zeros((len(rows), width), dtype=attention_mask.dtype, device=device)
+        pool_mask = torch.zeros_like(new_mask) if echo else None
+        for index, row in enumerate(rows):
+            offset = width - len(row)
+            new_ids[index, offset:] = torch.tensor(row, dtype=input_ids.dtype, device=device)
+            new_mask[index, offset:] = 1
+            if echo:
+                start, end = spans[index]
+                pool_mask[index, offset + start : offset + end] = 1
+        return new_ids, new_mask, pool_mask
+
+    def pool(
+        self, last_hidden_state: torch.Tensor, attention_mask: torch.Tensor, mode: str | None = None
+    ) -> torch.Tensor:
         """Pool token states to one vector per row; safe under left and right padding."""
+        mode = mode or self.config.pooling
         rows = torch.arange(last_hidden_state.shape[0], device=last_hidden_state.device)
-        if self.config.pooling == "cls":
+        if mode == "cls":
             return last_hidden_state[rows, first_token_index(attention_mask)]
-        if self.config.pooling == "last":
+        if mode == "last":
             return last_hidden_state[rows, last_token_index(attention_mask)]
         mask = attention_mask.unsqueeze(-1).to(last_hidden_state.dtype)
         return (last_hidden_state * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
@@ -143,6 +310,10 @@ class DumpEmbedModel(DumpEmbedPreTrainedModel):
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
         self.check_dump_prefix(input_ids, attention_mask)
+        pool_mask = None
+        if self.config.prompt_mode is not None:
+            input_ids, attention_mask, pool_mask = self.compose_prompt(input_ids, attention_mask)
+            token_type_ids = None
         backbone_kwargs = {key: value for key, value in kwargs.items() if key != "return_dict"}
         if "position_ids" not in backbone_kwargs and self._backbone_takes_position_ids:
             if bool((attention_mask[:, 0] == 0).any()):
@@ -159,7 +330,12 @@ class DumpEmbedModel(DumpEmbedPreTrainedModel):
             return_dict=True,
             **backbone_kwargs,
         )
-        pooled = self.pool(outputs.last_hidden_state, attention_mask)
+        if pool_mask is not None:  # ECHO: mean over the second copy of the text (and any trailing EOS)
+            pooled = self.pool(outputs.last_hidden_state, pool_mask, mode="mean")
+        else:
+            pooled = self.pool(outputs.last_hidden_state, attention_mask)
+        if self.config.normalize_pooled:
+            pooled = F.normalize(pooled, p=2, dim=-1)
         embedding = self.projection(pooled)
         if self.config.normalize:
             embedding = F.normalize(embedding, p=2, dim=-1)

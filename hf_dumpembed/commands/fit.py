@@ -1,0 +1,93 @@
+"""``hf-dumpembed fit MODEL OUT --method ...``: fit a post-hoc projection into a new model folder."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+DESCRIPTION = """\
+Fit a post-hoc linear projection on a DumpEmbed model and write OUT, a new model folder whose projection
+(mean + matrix, applied to the L2-normalised pooled embedding, then L2 again) holds the fitted map. MODEL is
+only read. Provenance (method, mode, k, γ, knee, τ, corpus path + sha256, number of texts, date) goes to
+config.projection_info, plots to OUT/plots/.
+
+Methods (SpecTemp and baselines are fitted on the embeddings of --corpus; the others need no corpus):
+  spectemp        PCA with spectral tempering: γ(k) from the SNR knee of the spectrum (--robust: ours)
+  pca / whiten    centred top-k eigenvectors, γ = 0 / γ = 1
+  gamma           γ-whitening with --gamma G (default 0.5)
+  embedfilter     middle band of the causal LM's unembedding spectrum: m = d // --ratio (default 2) or --dim
+  truncate        first k coordinates
+  random-truncate / random-project   seeded random coordinates / Gaussian projection (--seed)
+
+One folder, many dimensions: spectemp, pca, whiten, gamma, embedfilter and truncate store their spectrum, so
+any k can be picked at load time and equals a fit at that k:
+  AutoModel.from_pretrained(OUT, trust_remote_code=True, projection_dim=128)
+  SentenceTransformer(OUT, trust_remote_code=True, model_kwargs={"projection_dim": 128})
+
+--prompt prompteol|echo (causal LMs) stores a zero-shot prompt the model composes around every text, in
+every load path: PromptEOL (template, last token) or ECHO (text twice, mean over the second copy).
+
+Corpus: a .jsonl file (a "text" field, or BEIR title/text), a .txt file (one text per line), a BEIR folder
+(its corpus.jsonl) or a folder written by datasets' save_to_disk. Several processes:
+  torchrun --nproc_per_node N -m hf_dumpembed.cli fit ...   (each rank encodes a shard; rank 0 writes)
+"""
+
+
+def _fit(args: argparse.Namespace) -> None:
+    from ..console import say
+    from ..projections.fit import FitOptions, fit_projection
+
+    options = FitOptions(
+        method=args.method, dim=args.dim, ratio=args.ratio, gamma=args.gamma, robust=args.robust, seed=args.seed,
+        max_texts=args.max_texts, batch_size=args.batch_size, prompt=args.prompt, lm_head=args.lm_head,
+        text_column=args.text_column, plots=not args.no_plots,
+    )
+    distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
+    if distributed:
+        import torch.distributed as dist
+
+        dist.init_process_group("gloo")
+    try:
+        out = fit_projection(args.model, args.out, options, corpus=args.corpus, overwrite=args.overwrite)
+    finally:
+        if distributed:
+            dist.destroy_process_group()
+    if not distributed or int(os.environ.get("RANK", "0")) == 0:
+        say(f"Wrote {out}")
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "fit",
+        help="fit a post-hoc projection (SpecTemp, EmbedFilter, PCA, ...) into a new model folder",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("model", help="a DumpEmbed model folder (never modified)")
+    parser.add_argument("out", help="the new model folder (must not exist or be empty, unless --overwrite)")
+    parser.add_argument("--method", required=True,
+                        choices=["spectemp", "embedfilter", "pca", "whiten", "gamma", "truncate", "random-truncate",
+                                 "random-project"], help="projection method (see above)")
+    parser.add_argument("--dim", type=int, default=None, metavar="K",
+                        help="output dimension k (EmbedFilter: band width m); required except for embedfilter")
+    parser.add_argument("--ratio", type=int, default=None, metavar="T",
+                        help="EmbedFilter filter ratio τ: keep m = d // τ middle directions (default 2)")
+    parser.add_argument("--gamma", type=float, default=None, metavar="G", help="γ of --method gamma (default 0.5)")
+    parser.add_argument("--robust", action="store_true",
+                        help="SpecTemp robust mode: knee = argmax of Kneedle's difference curve, zero eigenvalues "
+                        "dropped before the noise floor (default: the authors' reference mode)")
+    parser.add_argument("--corpus", default=None, metavar="PATH",
+                        help="texts to fit on (spectemp, pca, whiten, gamma): .jsonl, .txt, BEIR folder, saved dataset")
+    parser.add_argument("--text-column", default=None, help="text column of a saved HF dataset (default: text)")
+    parser.add_argument("--max-texts", type=int, default=1_000_000,
+                        help="fit on a seeded sample of at most this many texts (default: 1000000, as the authors)")
+    parser.add_argument("--seed", type=int, default=1999,
+                        help="seed of random-truncate / random-project and of the corpus sample (default: 1999)")
+    parser.add_argument("--batch-size", type=int, default=32, help="encoding batch size (default: 32)")
+    parser.add_argument("--prompt", choices=["prompteol", "echo"], default=None,
+                        help="compose a zero-shot prompt inside the model (causal LMs)")
+    parser.add_argument("--lm-head", default=None, metavar="PATH",
+                        help="EmbedFilter on an untied LM: the original causal-LM folder holding lm_head.weight")
+    parser.add_argument("--no-plots", action="store_true", help="do not write plots/*.png (they need matplotlib)")
+    parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    parser.set_defaults(func=_fit)

@@ -1,0 +1,121 @@
+"""Read the texts a projection is fitted on: a .jsonl or .txt file, a BEIR folder or a saved HF dataset.
+
+Every reader returns the texts with provenance (path, sha256 of the bytes read, number of texts), which the
+fit records in the model's ``projection_info["corpus"]``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..beir import document_text, is_beir_folder, read_jsonl
+
+JSONL_TEXT_FIELDS = ("text", "sentence", "content", "document", "passage")
+HASH_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """Texts to fit on, and where they came from."""
+
+    texts: list[str]
+    path: str
+    sha256: str
+    kind: str
+    num_source_texts: int
+
+    def provenance(self) -> dict[str, object]:
+        """``projection_info["corpus"]``: path, sha256 of the source, texts fitted on (and the sample, if any)."""
+        info: dict[str, object] = {"path": self.path, "sha256": self.sha256, "num_texts": len(self.texts)}
+        if len(self.texts) < self.num_source_texts:
+            info["sampled_from"] = self.num_source_texts
+        return info
+
+
+def sha256_files(paths: list[Path], root: Path | None = None) -> str:
+    """sha256 of one file's bytes; for several files, of their relative names and bytes in sorted order."""
+    digest = hashlib.sha256()
+    for path in sorted(paths):
+        if len(paths) > 1:
+            digest.update(str(path.relative_to(root) if root else path.name).encode() + b"\0")
+        with path.open("rb") as handle:
+            while block := handle.read(HASH_CHUNK):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def _jsonl_text(row: dict, path: Path, line: int) -> str:
+    if "title" in row or ("text" in row and "_id" in row):
+        return document_text(row)
+    for name in JSONL_TEXT_FIELDS:
+        if isinstance(row.get(name), str):
+            return row[name]
+    raise ValueError(f"{path}:{line}: no text field; expected one of {JSONL_TEXT_FIELDS} (or BEIR title/text).")
+
+
+def _read_jsonl_file(path: Path) -> list[str]:
+    return [_jsonl_text(row, path, line) for line, row in read_jsonl(path)]
+
+
+def _read_hf_dataset(path: Path, text_column: str | None) -> list[str]:
+    from datasets import DatasetDict, load_from_disk
+
+    dataset = load_from_disk(str(path))
+    if isinstance(dataset, DatasetDict):
+        split = "train" if "train" in dataset else next(iter(dataset))
+        dataset = dataset[split]
+    columns = dataset.column_names
+    column = text_column or next((c for c in JSONL_TEXT_FIELDS if c in columns), None)
+    if column not in columns:
+        raise ValueError(
+            f"{path}: saved dataset has columns {columns}; none of {JSONL_TEXT_FIELDS} — pass text_column "
+            "(--text-column) to name the text column."
+        )
+    return [str(t) for t in dataset[column]]
+
+
+def is_hf_dataset_folder(path: Path) -> bool:
+    return path.is_dir() and ((path / "dataset_info.json").exists() or (path / "dataset_dict.json").exists())
+
+
+def read_corpus(path: str | Path, text_column: str | None = None, max_texts: int | None = None,
+                seed: int = 0) -> Corpus:
+    """Texts from ``path``; blank texts are dropped. ``max_texts`` keeps a seeded random sample (the authors'
+    code samples up to 1M rows); the sha256 is always that of the whole source."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"corpus {path} does not exist; give a .jsonl/.txt file, a BEIR folder or a "
+                                "dataset saved with datasets' save_to_disk.")
+    if path.is_dir() and is_beir_folder(path):
+        files, kind = [path / "corpus.jsonl"], "beir"
+        texts = _read_jsonl_file(files[0])
+    elif is_hf_dataset_folder(path):
+        files, kind = sorted(p for p in path.rglob("*") if p.is_file()), "hf-dataset"
+        texts = _read_hf_dataset(path, text_column)
+    elif path.is_file() and path.suffix == ".jsonl":
+        files, kind = [path], "jsonl"
+        texts = _read_jsonl_file(path)
+    elif path.is_file() and path.suffix == ".txt":
+        files, kind = [path], "txt"
+        texts = path.read_text(encoding="utf-8").splitlines()
+    else:
+        raise ValueError(
+            f"cannot read a corpus from {path}: expected a .jsonl file (one object with a 'text' field per line), "
+            "a .txt file (one text per line), a BEIR folder (corpus.jsonl) or a saved HF dataset folder."
+        )
+    texts = [t for t in texts if t and t.strip()]
+    if not texts:
+        raise ValueError(f"the corpus {path} holds no non-blank text; nothing to fit on.")
+    num_source_texts = len(texts)
+    if max_texts is not None:
+        if max_texts < 1:
+            raise ValueError(f"max_texts must be >= 1; got {max_texts}.")
+        if len(texts) > max_texts:
+            keep = np.sort(np.random.default_rng(seed).choice(len(texts), size=max_texts, replace=False))
+            texts = [texts[i] for i in keep]
+    return Corpus(texts=texts, path=str(path), sha256=sha256_files(files, root=path if path.is_dir() else None),
+                  kind=kind, num_source_texts=num_source_texts)

@@ -1,0 +1,55 @@
+"""Encode a corpus with a DumpEmbed model into streaming statistics (sharded across torch.distributed ranks)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+from transformers import PreTrainedTokenizerBase
+
+from .stats import StreamingStats, as_float_array
+
+logger = logging.getLogger(__name__)
+
+
+def _rank_and_world() -> tuple[int, int]:
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def iter_pooled(model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, texts: list[str], batch_size: int = 32,
+                progress: bool = True, desc: str = "encoding") -> Iterator[np.ndarray]:
+    """Yield the model's pooled (pre-projection) embeddings in batches, longest texts first (less padding)."""
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    model.eval()
+    with torch.inference_mode(), tqdm(total=len(texts), desc=desc, unit="text", disable=not progress) as bar:
+        for start in range(0, len(order), batch_size):
+            chunk = [texts[i] for i in order[start : start + batch_size]]
+            batch = tokenizer(chunk, padding=True, truncation=True, return_tensors="pt")
+            batch = {key: value.to(model.device) for key, value in batch.items()}
+            pooled = model(**batch).pooled_embedding.float().cpu().numpy()
+            bar.update(len(chunk))
+            yield pooled
+
+
+def encode_stats(model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, texts: list[str],
+                 batch_size: int = 32, progress: bool = True) -> StreamingStats:
+    """n, Σx, Σxxᵀ of the model's pooled embeddings of ``texts``.
+
+    Under ``torch.distributed`` (e.g. torchrun) each rank encodes every world-th text and the statistics are
+    all-reduced, so every rank returns those of the whole corpus.
+    """
+    rank, world = _rank_and_world()
+    shard = texts[rank::world]
+    stats = StreamingStats(model.config.hidden_size)
+    for pooled in iter_pooled(model, tokenizer, shard, batch_size, progress and rank == 0):
+        stats.update(as_float_array(pooled))
+    if world > 1:
+        stats.all_reduce()
+    return stats

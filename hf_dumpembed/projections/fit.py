@@ -1,0 +1,340 @@
+"""Fit a projection on a DumpEmbed model and write a new model folder that carries it (with provenance).
+
+The source folder is only read. The new folder holds the fitted map in the model's projection buffers, the
+spectrum that recomposes it for any output dimension at load time (``from_pretrained(..., projection_dim=k)``),
+``config.projection_info`` and plots under ``plots/``.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import warnings
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from transformers import AutoTokenizer, PreTrainedTokenizerBase
+
+from ..builder import is_decoder_backbone
+from ..folders import check_output_dir, staged_output
+from ..remote import DumpEmbedModel
+from ..remote.modeling_dumpembed import SPECTRAL_EPS, DumpProjection, band_matrix, spectral_matrix
+from . import baselines
+from .corpus import Corpus, read_corpus
+from .embedfilter import band_size, band_start, gram_basis
+from .encode import encode_stats
+from .linear import check_dim
+from .spectemp import SpecTempCurve, spectemp_curve
+from .stats import Spectrum, eigendecompose
+from .unembedding import find_unembedding
+
+logger = logging.getLogger(__name__)
+
+
+class Method(str, Enum):
+    SPECTEMP = "spectemp"
+    EMBEDFILTER = "embedfilter"
+    PCA = "pca"
+    WHITEN = "whiten"
+    GAMMA = "gamma"
+    TRUNCATE = "truncate"
+    RANDOM_TRUNCATE = "random-truncate"
+    RANDOM_PROJECT = "random-project"
+
+
+class PromptMode(str, Enum):
+    PROMPTEOL = "prompteol"
+    ECHO = "echo"
+
+
+SPECTRAL_METHODS = (Method.SPECTEMP, Method.PCA, Method.WHITEN, Method.GAMMA)
+# Zero-shot prompt templates the EmbedFilter authors' code composes with ({text} is the input).
+PROMPT_TEMPLATES = {
+    PromptMode.PROMPTEOL: 'Summarize the sentence: "{text}" in one word:"',
+    PromptMode.ECHO: "Rewrite the following paragraph: {text}. The rewritten paragraph: {text}",
+}
+DEFAULT_GAMMA = 0.5
+DEFAULT_RATIO = 2
+# Files the fit writes itself; everything else in the source folder (tokenizer, sentence-transformers files,
+# training/ side files) is copied unchanged.
+REWRITTEN = ("config.json", "README.md", "model.safetensors", "model.safetensors.index.json")
+# Dimensions listed in projection_info["selectable_dims"] (any k in 1..max_dim works).
+SUGGESTED_DIMS = (32, 64, 128, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)
+
+
+@dataclass(frozen=True)
+class FitOptions:
+    """What `fit_projection` fits.
+
+    Args:
+        method: one of `Method`.
+        dim: output dimension k (EmbedFilter: the band width m). Required except for EmbedFilter.
+        ratio: EmbedFilter's filter ratio τ (m = d // τ); default 2 when neither dim nor ratio is given.
+        gamma: exponent of the ``gamma`` method (default 0.5, the paper's γ-whitening baseline).
+        robust: SpecTemp robust mode instead of the reference mode.
+        seed: seed of the random baselines and of the corpus sample (paper seeds 1999, 5, 2026).
+        max_texts: fit on a seeded sample of at most this many texts (the authors' code: 1M).
+        batch_size: encoding batch size.
+        prompt: compose a zero-shot prompt inside the model (``prompteol`` or ``echo``; causal LMs).
+        lm_head: the original causal-LM folder, for EmbedFilter on a backbone with an untied lm_head.
+        text_column: text column of a saved HF dataset corpus.
+        plots: write PNG plots under ``plots/`` (needs matplotlib).
+        progress: show progress bars.
+    """
+
+    method: Method | str
+    dim: int | None = None
+    ratio: int | None = None
+    gamma: float | None = None
+    robust: bool = False
+    seed: int = 1999
+    max_texts: int | None = 1_000_000
+    batch_size: int = 32
+    prompt: PromptMode | str | None = None
+    lm_head: str | None = None
+    text_column: str | None = None
+    plots: bool = True
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "method", _choice(Method, self.method, "method"))
+        if self.prompt is not None:
+            object.__setattr__(self, "prompt", _choice(PromptMode, self.prompt, "prompt"))
+        method = self.method
+        if self.ratio is not None and method is not Method.EMBEDFILTER:
+            raise ValueError("ratio (τ) applies to --method embedfilter only.")
+        if self.gamma is not None and method is not Method.GAMMA:
+            raise ValueError("gamma applies to --method gamma only (whiten is γ=1, pca γ=0, spectemp picks γ(k)).")
+        if self.gamma is not None and not 0.0 <= self.gamma <= 1.0:
+            raise ValueError(f"gamma must be in [0, 1]; got {self.gamma}.")
+        if self.robust and method is not Method.SPECTEMP:
+            raise ValueError("robust applies to --method spectemp only.")
+        if self.dim is None and method is not Method.EMBEDFILTER:
+            raise ValueError(f"--method {method.value} needs --dim K (the output dimension).")
+        if self.dim is not None and (isinstance(self.dim, bool) or not isinstance(self.dim, int) or self.dim < 1):
+            raise ValueError(f"dim must be a positive integer; got {self.dim!r}.")
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1; got {self.batch_size}.")
+
+    @property
+    def needs_corpus(self) -> bool:
+        return self.method in SPECTRAL_METHODS
+
+
+def _choice(enum: type[Enum], value: object, name: str) -> Enum:
+    try:
+        return enum(value)
+    except ValueError:
+        raise ValueError(f"{name} must be one of {tuple(m.value for m in enum)}; got {value!r}.") from None
+
+
+@dataclass
+class FittedProjection:
+    """The buffers of a fitted `DumpProjection`, its provenance and what the plots need."""
+
+    projection: DumpProjection
+    info: dict[str, Any]
+    curve: SpecTempCurve | None = None
+    spectrum: Spectrum | None = None
+    singular_values: np.ndarray | None = None
+
+
+def set_prompt_mode(model: DumpEmbedModel, tokenizer: PreTrainedTokenizerBase, mode: PromptMode | str) -> None:
+    """Store the PromptEOL / ECHO prompt pieces (token ids) in the model's config; the model composes them."""
+    mode = _choice(PromptMode, mode, "prompt")
+    if not is_decoder_backbone(model.config.text_config):
+        raise ValueError(f"prompt {mode.value!r} is a causal-LM prompting method; this backbone is an encoder.")
+    template = PROMPT_TEMPLATES[mode]
+    parts = template.split("{text}")
+
+    def ids(piece: str) -> list[int]:
+        # Pieces keep their spaces, so the composed tokens decode to the template's exact characters.
+        return list(tokenizer(piece, add_special_tokens=False)["input_ids"]) if piece else []
+
+    lead = model.config.dump_token_offset + model.config.num_dump_tokens
+    trailing = len(tokenizer("x")["input_ids"]) - lead - len(tokenizer("x", add_special_tokens=False)["input_ids"])
+    pieces = {"template": template, "prefix": ids(parts[0]), "suffix": ids(parts[-1]),
+              "num_trailing_special": max(0, trailing)}
+    if mode is PromptMode.ECHO:
+        pieces["middle"] = ids(parts[1])
+    model.config.prompt_mode = mode.value
+    model.config.prompt_token_ids = pieces
+    if mode is PromptMode.PROMPTEOL:
+        model.config.pooling = "last"
+
+
+def _spectral_projection(spectrum: Spectrum, gammas: np.ndarray, k: int) -> DumpProjection:
+    d = spectrum.dim
+    projection = DumpProjection(d, k, selection="spectral", eps=SPECTRAL_EPS)
+    projection.mean = torch.from_numpy(spectrum.mean).float()
+    projection.basis = torch.from_numpy(np.ascontiguousarray(spectrum.eigenvectors)).float()
+    projection.eigenvalues = torch.from_numpy(spectrum.eigenvalues).float()
+    projection.gammas = torch.from_numpy(np.asarray(gammas, dtype=np.float64)).float()
+    projection.matrix = spectral_matrix(projection.basis, projection.eigenvalues, projection.gammas[k - 1], k)
+    return projection
+
+
+def _plain_projection(mean: np.ndarray, matrix: np.ndarray, selection: str | None) -> DumpProjection:
+    projection = DumpProjection(matrix.shape[0], matrix.shape[1], selection=selection)
+    projection.mean = torch.from_numpy(mean).float()
+    projection.matrix = torch.from_numpy(np.ascontiguousarray(matrix)).float()
+    return projection
+
+
+def fit_spectral(spectrum: Spectrum, options: FitOptions) -> FittedProjection:
+    """SpecTemp (reference/robust), PCA, whitening or γ-whitening from a corpus spectrum."""
+    d = spectrum.dim
+    k = check_dim(options.dim, d)
+    info: dict[str, Any] = {"mode": None, "knee": None}
+    curve = None
+    if options.method is Method.SPECTEMP:
+        curve = spectemp_curve(spectrum.eigenvalues, "robust" if options.robust else "reference", spectrum.count)
+        gammas = curve.gamma
+        info.update(mode=curve.mode.value, knee=curve.knee_at(k), knee_fallback=curve.knee is None,
+                    noise_floor=curve.noise_floor, t0=curve.t0, used_rank=curve.used_rank)
+        if k > spectrum.rank:
+            warnings.warn(f"k={k} exceeds the numerical rank {spectrum.rank} of the corpus covariance: the extra "
+                          "directions carry no corpus variance. Fit on more texts or choose a smaller k.",
+                          stacklevel=2)
+    else:
+        gamma = {Method.PCA: 0.0, Method.WHITEN: 1.0}.get(options.method, options.gamma)
+        gamma = DEFAULT_GAMMA if gamma is None else gamma
+        gammas = np.full(d, gamma)
+    projection = _spectral_projection(spectrum, gammas, k)
+    info.update(dim=k, gamma=float(projection.gammas[k - 1]), selection="spectral", eps=SPECTRAL_EPS,
+                spectrum_rank=spectrum.rank)
+    return FittedProjection(projection, info, curve=curve, spectrum=spectrum)
+
+
+def fit_embedfilter(model: DumpEmbedModel, options: FitOptions) -> FittedProjection:
+    """EmbedFilter's middle band of the unembedding spectrum (zero-shot: no corpus)."""
+    unembedding = find_unembedding(model, options.lm_head)
+    d = model.config.hidden_size
+    ratio = options.ratio if options.dim is None and options.ratio is not None else None
+    if options.dim is None and options.ratio is None:
+        ratio = DEFAULT_RATIO
+    m = band_size(d, dim=options.dim, ratio=ratio)
+    singular_values, basis = gram_basis(unembedding.weight, unembedding.exclude_rows, progress=options.progress)
+    projection = DumpProjection(d, m, selection="band")
+    projection.basis = torch.from_numpy(np.ascontiguousarray(basis)).float()
+    projection.matrix = band_matrix(projection.basis, m)
+    info = {"mode": None, "dim": m, "gamma": None, "knee": None, "ratio": ratio, "selection": "band",
+            "band_start": band_start(d, m), "unembedding": unembedding.source,
+            "excluded_rows": len(unembedding.exclude_rows)}
+    return FittedProjection(projection, info, singular_values=singular_values)
+
+
+def fit_fixed(d: int, options: FitOptions) -> FittedProjection:
+    """Prefix truncation, random truncation, random projection (no corpus, no centering)."""
+    k = check_dim(options.dim, d)
+    if options.method is Method.TRUNCATE:
+        linear, selection, seed = baselines.truncate_map(d, k), "prefix", None
+    elif options.method is Method.RANDOM_TRUNCATE:
+        linear, selection, seed = baselines.random_truncate_map(d, k, options.seed), None, options.seed
+    else:
+        linear, selection, seed = baselines.random_project_map(d, k, options.seed), None, options.seed
+    info = {"mode": None, "dim": k, "gamma": None, "knee": None, "seed": seed, "selection": selection}
+    return FittedProjection(_plain_projection(linear.mean, linear.matrix, selection), info)
+
+
+def _write_plots(fitted: FittedProjection, folder: Path) -> list[str]:
+    from . import plots
+
+    written = []
+    k = fitted.info["dim"]
+    if fitted.spectrum is not None:
+        plots.plot_spectrum(fitted.spectrum.eigenvalues, folder / "plots/spectrum.png", fitted.curve, k)
+        written.append("plots/spectrum.png")
+    if fitted.curve is not None:
+        plots.plot_snr(fitted.curve, folder / "plots/snr.png", k)
+        plots.plot_gamma(fitted.curve, folder / "plots/gamma.png", k)
+        written += ["plots/snr.png", "plots/gamma.png"]
+    if fitted.singular_values is not None:
+        plots.plot_band(fitted.singular_values, fitted.info["band_start"], k, folder / "plots/unembedding_spectrum.png")
+        written.append("plots/unembedding_spectrum.png")
+    return written
+
+
+def load_for_fit(model_dir: Path) -> tuple[DumpEmbedModel, PreTrainedTokenizerBase]:
+    if not (model_dir / "config.json").exists():
+        raise FileNotFoundError(f"{model_dir} is not a model folder (no config.json).")
+    model = DumpEmbedModel.from_pretrained(model_dir, dtype=torch.float32).eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir), trust_remote_code=True)
+    return model, tokenizer
+
+
+def fit_projection(model_dir: str | Path, out_dir: str | Path, options: FitOptions,
+                   corpus: str | Path | None = None, overwrite: bool = False) -> Path:
+    """Fit ``options.method`` on ``model_dir`` (encoding ``corpus`` when the method needs one) into ``out_dir``."""
+    import torch.distributed as dist
+
+    model_dir, out_dir = Path(model_dir), Path(out_dir)
+    if out_dir.resolve() == model_dir.resolve():
+        raise ValueError("the output folder must differ from the source model folder (the source is never modified).")
+    check_output_dir(out_dir, overwrite)
+    if options.needs_corpus and corpus is None:
+        raise ValueError(f"--method {options.method.value} is fitted on corpus embeddings: pass --corpus PATH.")
+    texts: Corpus | None = None
+    if corpus is not None:
+        if options.needs_corpus:
+            texts = read_corpus(corpus, options.text_column, options.max_texts, options.seed)
+        else:
+            logger.warning("--method %s does not use a corpus; ignoring %s", options.method.value, corpus)
+    model, tokenizer = load_for_fit(model_dir)
+    if options.prompt is not None:
+        set_prompt_mode(model, tokenizer, options.prompt)
+    d = model.config.hidden_size
+    # Fitted maps read the model's unit-length pooled embedding (the paper's input), not the raw pooled state.
+    model.config.normalize_pooled = True
+    model.projection = DumpProjection(d, d)
+    if options.needs_corpus:
+        stats = encode_stats(model, tokenizer, texts.texts, options.batch_size, options.progress)
+        fitted = fit_spectral(eigendecompose(stats), options)
+    elif options.method is Method.EMBEDFILTER:
+        fitted = fit_embedfilter(model, options)
+    else:
+        fitted = fit_fixed(d, options)
+    if dist.is_available() and dist.is_initialized() and dist.get_rank() != 0:
+        return out_dir  # one rank writes
+    info = {"method": options.method.value, "mode": None, "dim": None, "gamma": None, "knee": None, "ratio": None,
+            "seed": None, "corpus": texts.provenance() if texts is not None else None,
+            "fitted_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "plots": []}
+    if texts is not None and len(texts.texts) < texts.num_source_texts:
+        info["seed"] = options.seed  # the seed of the corpus sample
+    info.update(fitted.info)
+    info.update(source_model=str(model_dir), input="L2-normalised pooled embedding", prompt=model.config.prompt_mode,
+                max_dim=d if fitted.info.get("selection") else info["dim"],
+                selectable_dims=_selectable(d, info) if fitted.info.get("selection") else [info["dim"]])
+    model.projection = fitted.projection
+    model.config.projection_dim = info["dim"]
+    return _write_folder(model, model_dir, out_dir, fitted, info, options, overwrite)
+
+
+def _selectable(d: int, info: dict[str, Any]) -> list[int]:
+    return sorted({k for k in SUGGESTED_DIMS if k < d} | {d, int(info["dim"])})
+
+
+def _write_folder(model: DumpEmbedModel, model_dir: Path, out_dir: Path, fitted: FittedProjection,
+                  info: dict[str, Any], options: FitOptions, overwrite: bool) -> Path:
+    from ..card import write_card
+
+    with staged_output(out_dir, overwrite=overwrite) as staging:
+        for item in model_dir.iterdir():
+            if item.name in REWRITTEN or item.suffix == ".py" or item.name == "plots" or item.name.startswith("."):
+                continue
+            if item.is_dir():
+                shutil.copytree(item, staging / item.name)
+            else:
+                shutil.copyfile(item, staging / item.name)
+        if options.plots:
+            info["plots"] = _write_plots(fitted, staging)
+        model.config.projection_info = info
+        model.save_pretrained(staging, safe_serialization=True)
+        write_card(staging, model_id=str(out_dir))
+    logger.info("Wrote %s: %s, dim %s", out_dir, info["method"], info["dim"])
+    return out_dir

@@ -1,0 +1,104 @@
+"""PNG plots of a fit (matplotlib, the optional `plots` extra): spectrum with noise floor and knee, SNR, γ(k)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .spectemp import SpecTempCurve
+
+
+def _pyplot():
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as error:
+        raise ImportError("plots need matplotlib: pip install 'hf_dumpembed[plots]' (or pass --no-plots).") from error
+    return plt
+
+
+def _save(fig, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def plot_spectrum(eigenvalues: np.ndarray, path: Path, curve: SpecTempCurve | None = None, k: int | None = None,
+                  title: str = "Eigen-spectrum of the corpus covariance") -> Path:
+    """Eigenvalues (log scale) with SpecTemp's noise floor, T0, the knee and the chosen k."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    ranks = np.arange(1, len(eigenvalues) + 1)
+    positive = eigenvalues > 0
+    ax.semilogy(ranks[positive], eigenvalues[positive], lw=1.5, label="eigenvalue λᵢ")
+    if curve is not None:
+        ax.axhline(curve.noise_floor, color="grey", ls="--", lw=1, label=f"noise floor σ² = {curve.noise_floor:.3g}")
+        ax.axvline(curve.t0, color="grey", ls=":", lw=1, label=f"T0 = {curve.t0}")
+        if curve.knee is not None:
+            ax.axvline(curve.knee, color="tab:red", lw=1, label=f"knee = {curve.knee}")
+    if k is not None:
+        ax.axvline(k, color="tab:green", lw=1, label=f"k = {k}")
+    ax.set_xlabel("rank i")
+    ax.set_ylabel("λᵢ")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    _save(fig, path)
+    plt.close(fig)
+    return path
+
+
+def plot_snr(curve: SpecTempCurve, path: Path, k: int | None = None) -> Path:
+    """SNR(i) = max(0, (λᵢ − σ²)/σ²) over ranks 1..T0 with the knee."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    ranks = np.arange(1, curve.t0 + 1)
+    ax.semilogx(ranks, curve.snr, lw=1.5, label="SNR(i)")
+    if curve.knee is not None:
+        label = f"knee = {curve.knee}, SNR = {curve.snr[curve.knee - 1]:.3g}"
+        ax.axvline(curve.knee, color="tab:red", lw=1, label=label)
+    if k is not None:
+        ax.axvline(min(k, curve.t0), color="tab:green", lw=1, label=f"k = {k}")
+    ax.set_xlabel("rank i")
+    ax.set_ylabel("SNR")
+    ax.set_title(f"Signal-to-noise ratio ({curve.mode.value} mode)")
+    ax.legend(fontsize=8)
+    _save(fig, path)
+    plt.close(fig)
+    return path
+
+
+def plot_gamma(curve: SpecTempCurve, path: Path, k: int | None = None) -> Path:
+    """γ(k) for every output dimension k, with the fitted k marked."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    ks = np.arange(1, len(curve.gamma) + 1)
+    ax.semilogx(ks, curve.gamma, lw=1.5, label="γ(k)")
+    if k is not None:
+        ax.plot([k], [curve.gamma[k - 1]], "o", color="tab:green", label=f"k = {k}: γ = {curve.gamma[k - 1]:.3f}")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("output dimension k")
+    ax.set_ylabel("γ (0 = PCA, 1 = whitening)")
+    ax.set_title("SpecTemp exponent γ(k)")
+    ax.legend(fontsize=8)
+    _save(fig, path)
+    plt.close(fig)
+    return path
+
+
+def plot_band(singular_values: np.ndarray, start: int, m: int, path: Path) -> Path:
+    """Singular values of the unembedding matrix with EmbedFilter's kept middle band shaded."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    ranks = np.arange(1, len(singular_values) + 1)
+    ax.semilogy(ranks, np.maximum(singular_values, 1e-30), lw=1.5, label="singular value σᵢ of W_U")
+    ax.axvspan(start + 0.5, start + m + 0.5, color="tab:green", alpha=0.2, label=f"kept band: {m} of {len(ranks)}")
+    ax.set_xlabel("rank i")
+    ax.set_ylabel("σᵢ")
+    ax.set_title("EmbedFilter: unembedding spectrum")
+    ax.legend(fontsize=8)
+    _save(fig, path)
+    plt.close(fig)
+    return path
