@@ -55,6 +55,8 @@ METHOD_TEXT = {
 # projection_info key -> label, in the order the card lists them.
 PROJECTION_FIELDS = {
     "mode": "mode",
+    "input": "input",
+    "prompt": "zero-shot prompt",
     "dim": "output dimension k",
     "gamma": "γ",
     "knee": "knee (SNR rank)",
@@ -133,12 +135,9 @@ def plot_images(model_dir: Path, listed: list[str]) -> list[tuple[str, str]]:
 
 
 def selectable_dims(projection_info: dict[str, Any]) -> list[int]:
-    """Output dimensions a user may pick at load time (``projection_dim=``), when the folder stores them."""
-    for key in ("selectable_dims", "available_dims", "load_time_dims", "dims"):
-        value = projection_info.get(key)
-        if isinstance(value, list) and value:
-            return [int(v) for v in value]
-    return []
+    """Output dimensions a user may pick at load time (``projection_dim=``); empty for a fixed-dimension fit."""
+    dims = sorted({int(v) for v in projection_info.get("selectable_dims") or []})
+    return dims if len(dims) > 1 else []
 
 
 def projection_context(model_dir: Path, config: dict[str, Any]) -> dict[str, Any] | None:
@@ -151,7 +150,8 @@ def projection_context(model_dir: Path, config: dict[str, Any]) -> dict[str, Any
     if _present(corpus.get("path")):
         rows.append(("corpus", f"`{corpus['path']}`"))
     if _present(corpus.get("num_texts")):
-        rows.append(("corpus texts", f"{int(corpus['num_texts']):,}"))
+        sampled = f" (a seeded sample of {int(corpus['sampled_from']):,})" if corpus.get("sampled_from") else ""
+        rows.append(("corpus texts", f"{int(corpus['num_texts']):,}{sampled}"))
     if _present(corpus.get("sha256")):
         rows.append(("corpus sha256", f"`{corpus['sha256']}`"))
     method = str(info.get("method") or "")
@@ -162,6 +162,7 @@ def projection_context(model_dir: Path, config: dict[str, Any]) -> dict[str, Any
         "plots": plot_images(model_dir, list(info.get("plots") or [])),
         "selectable_dims": ", ".join(str(d) for d in selectable_dims(info)),
         "example_dim": min(selectable_dims(info), default=None),
+        "max_dim": info.get("max_dim"),
     }
 
 
@@ -213,6 +214,19 @@ def evaluation_context(results_dir: str | Path, names: list[str], model_name: st
         "rule": "|" + "---|" * len(header),
         "body": ["| " + " | ".join(cells) + " |" for cells in body],
     }
+
+
+def st_module_names(model_dir: Path, config: dict[str, Any], stock: bool) -> str:
+    """The stock sentence-transformers modules of the export: read from a stock folder, else predicted."""
+    if stock:
+        modules = json.loads((model_dir / "modules.json").read_text())
+        return ", ".join(m["type"].rsplit(".", 1)[-1] for m in modules)
+    names = ["Transformer", "Pooling"]
+    if config.get("projection_info"):
+        names += ["Normalize", "Dense"] if config.get("normalize_pooled") else ["Dense"]
+    if config.get("normalize", True):
+        names.append("Normalize")
+    return ", ".join(names)
 
 
 def card_context(
@@ -273,6 +287,7 @@ def card_context(
         "revision": revision,
         "st_args": ("" if stock else ", trust_remote_code=True") + (f', revision="{revision}"' if revision else ""),
         "stock": stock,
+        "st_modules": st_module_names(model_dir, config, stock),
         "base_model_display": base_model or text_config.get("_name_or_path", text_config["model_type"]),
         "backbone_kind": "decoder" if config.get("pooling") == "last" else "encoder",
         "backbone_type": text_config["model_type"],

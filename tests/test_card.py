@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -145,10 +146,14 @@ def test_sections_follow_the_metadata_present(bert_dump_model, tmp_path):
 
 def test_load_time_dimensions_are_offered(bert_dump_model, tmp_path):
     folder = copy_model(bert_dump_model, tmp_path / "dims")
-    set_config(folder, projection_info={"method": "spectemp", "dim": 32, "selectable_dims": [8, 16, 32]})
+    set_config(folder, projection_info={"method": "spectemp", "dim": 32, "selectable_dims": [8, 16, 32],
+                                        "max_dim": 32, "selection": "spectral"})
     card = render_card(folder, model_id="acme/dims")
-    assert "among\n8, 16, 32" in card or "among 8, 16, 32" in card
+    assert "k from 1 to 32, e.g. 8, 16, 32" in card
     assert 'AutoModel.from_pretrained("acme/dims", trust_remote_code=True, projection_dim=8)' in card
+    assert 'model_kwargs={"projection_dim": 8})' in card
+    set_config(folder, projection_info={"method": "random-project", "dim": 32, "selectable_dims": [32]})
+    assert "projection_dim=" not in render_card(folder)  # a fixed-dimension fit offers no choice
 
 
 def test_results_folder_errors(full_model, tmp_path):
@@ -207,5 +212,7 @@ def test_card_of_a_stock_export(full_model, tmp_path):
     assert card.count(f'SentenceTransformer("acme/full", revision="{"e" * 40}")') == 2
     assert f"--model-id acme/full --revision {'e' * 40}" in card
     assert "`Dense` module here" in card and "![" not in card  # the export has no plots/ folder
+    modules = [m["type"].rsplit(".", 1)[-1] for m in json.loads((stock / "modules.json").read_text())]
+    assert f"stock sentence-transformers modules ({', '.join(modules)})" in card
     assert "Loading needs `trust_remote_code=True`" not in card
     assert not PLACEHOLDER.search(card), PLACEHOLDER.search(card)

@@ -282,7 +282,8 @@ def fresh_process_load(staged: Path, remote: bool, texts: tuple[str, ...] = CHEC
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(Path(scratch) / "modules"),
                "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")}
         result = subprocess.run(
-            [sys.executable, "-c", _LOAD_SCRIPT, str(staged), "remote" if remote else "stock", json.dumps(list(texts))],
+            [sys.executable, "-c", _LOAD_SCRIPT, str(staged.resolve()), "remote" if remote else "stock",
+             json.dumps(list(texts))],
             capture_output=True, text=True, cwd=scratch, env=env, timeout=timeout,
         )
     lines = [line for line in result.stdout.splitlines() if line.startswith("RESULT ")]
