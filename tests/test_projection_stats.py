@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-from hf_dumpembed.projections.stats import StreamingStats, eigendecompose
+from hf_dumpembed.projections.stats import StreamingStats, accumulate, eigendecompose
 from tests import projection_dist_worker
 
 
@@ -111,3 +111,14 @@ def test_all_reduce_needs_a_process_group() -> None:
         pytest.skip("a process group is already initialised")
     with pytest.raises(RuntimeError, match="torch.distributed"):
         StreamingStats(3).all_reduce()
+
+
+def test_accumulate_reads_a_memmap_in_batches(tmp_path) -> None:
+    x = _data(n=1000, d=16)
+    path = tmp_path / "x.f32"
+    header = np.zeros(3, dtype=np.float32)  # a byte offset that is not page-aligned
+    path.write_bytes(header.tobytes() + x.tobytes())
+    mapped = np.memmap(path, dtype=np.float32, mode="r", offset=header.nbytes, shape=x.shape)
+    stats = accumulate(mapped, batch_size=129)
+    assert stats.count == 1000
+    assert _relative(stats.covariance(), np.cov(x.astype(np.float64), rowvar=False)) <= 1e-10

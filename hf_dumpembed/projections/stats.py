@@ -7,6 +7,7 @@ sums), in-process with `merge` or across a `torch.distributed` job with `all_red
 from __future__ import annotations
 
 import logging
+import mmap
 import warnings
 from dataclasses import dataclass
 
@@ -107,6 +108,31 @@ class StreamingStats:
             raise ValueError(
                 f"these statistics hold {self.count} vector(s); at least {n} are needed (is the corpus empty?)."
             )
+
+
+def accumulate(array: np.ndarray, batch_size: int = 16384, progress: bool = False) -> StreamingStats:
+    """Statistics of an (n, d) array read in row batches; a `np.memmap` is released page by page.
+
+    Pages of a memory-mapped file count towards the process's resident memory once read; after each batch they
+    are handed back (``MADV_DONTNEED``), so memory stays O(d² + batch · d) however large the file is.
+    """
+    from tqdm.auto import tqdm
+
+    if array.ndim != 2:
+        raise ValueError(f"embeddings must be a 2-D array (n, d); got shape {array.shape}.")
+    stats = StreamingStats(array.shape[1])
+    mapping = getattr(array, "_mmap", None)
+    row_bytes = array.shape[1] * array.dtype.itemsize
+    # numpy maps the file from the allocation-granularity boundary below the array's byte offset.
+    offset = getattr(array, "offset", 0) % mmap.ALLOCATIONGRANULARITY
+    page = mmap.PAGESIZE
+    for start in tqdm(range(0, len(array), batch_size), desc="statistics", unit="batch", disable=not progress):
+        stats.update(array[start : start + batch_size])
+        if mapping is not None and hasattr(mapping, "madvise"):
+            begin = (offset + start * row_bytes) // page * page
+            end = offset + min(start + batch_size, len(array)) * row_bytes
+            mapping.madvise(mmap.MADV_DONTNEED, begin, (end - begin) // page * page)
+    return stats
 
 
 @dataclass(frozen=True)

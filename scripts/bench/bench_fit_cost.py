@@ -1,0 +1,145 @@
+"""Cost of a SpecTemp fit on n × d float32 embeddings read from a memmap, against the XᵀX floor and scikit-learn.
+
+Measured, each in a fresh subprocess (so peak RSS is that method's own), in a rotated order per repeat:
+  floor32   one pass of XᵀX over the same batches, float32 product accumulated in float64
+  floor64   one pass of XᵀX over the same batches, batches widened to float64 (the exact product our stats use)
+  ours      the whole fit: streaming n/Σx/Σxxᵀ (float64) + eigh + SpecTemp γ(k) curve + W_k for k = 256
+  sklearn   scikit-learn PCA(n_components=256, whiten=True).fit on the array loaded into memory (--sklearn-rows
+            rows, because it needs the data in RAM; floor and ours are then also timed on those rows)
+Data: synthetic unit vectors with a decaying spectrum (the cost does not depend on the values), written once to
+runs/bench_fit/. Reports medians and ratios to the floors.
+
+    python scripts/bench/bench_fit_cost.py --rows 1000000 --dim 1024 --repeats 3 --sklearn-rows 200000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+
+from hf_dumpembed.console import say
+
+BATCH = 16384
+
+
+def make_data(path: Path, rows: int, dim: int, seed: int = 0) -> None:
+    if path.exists() and path.stat().st_size == rows * dim * 4:
+        return
+    rng = np.random.default_rng(seed)
+    scales = (1.0 / np.arange(1, dim + 1) ** 0.8).astype(np.float32)
+    offset = (rng.standard_normal(dim) * 0.05).astype(np.float32)
+    out = np.memmap(path, dtype=np.float32, mode="w+", shape=(rows, dim))
+    for start in range(0, rows, 65536):
+        z = rng.standard_normal((min(65536, rows - start), dim), dtype=np.float32) * scales + offset
+        out[start : start + len(z)] = z / np.linalg.norm(z, axis=1, keepdims=True)
+    out.flush()
+    del out
+
+
+def _open(path: Path, rows: int, dim: int) -> np.memmap:
+    return np.memmap(path, dtype=np.float32, mode="r", shape=(rows, dim))
+
+
+def run_one(method: str, path: Path, rows: int, dim: int, k: int) -> dict:
+    """One timed measurement in this process; returns seconds and this process's peak RSS (MiB)."""
+    import mmap
+
+    # Imports are not timed (the package import pulls in transformers).
+    if method == "ours":
+        from hf_dumpembed.projections.spectemp import fit_spectemp
+        from hf_dumpembed.projections.stats import accumulate, eigendecompose
+    elif method == "sklearn":
+        from sklearn.decomposition import PCA
+    x = _open(path, rows, dim)
+    start = time.perf_counter()
+    if method in ("floor32", "floor64"):
+        acc = np.zeros((dim, dim), dtype=np.float64)
+        for i in range(0, rows, BATCH):
+            b = np.asarray(x[i : i + BATCH])
+            if method == "floor64":
+                b = b.astype(np.float64)
+            acc += b.T @ b
+            x._mmap.madvise(mmap.MADV_DONTNEED, i * dim * 4 // mmap.PAGESIZE * mmap.PAGESIZE,
+                            len(b) * dim * 4 // mmap.PAGESIZE * mmap.PAGESIZE)
+    elif method == "ours":
+        fit_spectemp(eigendecompose(accumulate(x, BATCH)), k)
+    elif method == "sklearn":
+        PCA(n_components=k, whiten=True, random_state=0).fit(np.asarray(x))
+    else:
+        raise ValueError(method)
+    seconds = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"method": method, "seconds": seconds, "peak_rss_mib": peak}
+
+
+def measure(method: str, path: Path, rows: int, dim: int, k: int, threads: int) -> dict:
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "OPENBLAS_NUM_THREADS": str(threads),
+           "MKL_NUM_THREADS": str(threads)}
+    out = subprocess.run([sys.executable, __file__, "--worker", method, "--data", str(path), "--rows", str(rows),
+                          "--dim", str(dim), "--k", str(k)], env=env, check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def series(methods: list[str], path: Path, rows: int, dim: int, k: int, repeats: int, threads: int) -> dict:
+    times: dict[str, list[float]] = {m: [] for m in methods}
+    rss: dict[str, float] = {m: 0.0 for m in methods}
+    for r in range(repeats):
+        order = methods[r % len(methods):] + methods[: r % len(methods)]
+        for method in order:
+            result = measure(method, path, rows, dim, k, threads)
+            times[method].append(result["seconds"])
+            rss[method] = max(rss[method], result["peak_rss_mib"])
+            say(f"  rows={rows} repeat {r + 1} {method:8s} {result['seconds']:8.2f} s  "
+                  f"peak RSS {result['peak_rss_mib']:.0f} MiB")
+    medians = {m: statistics.median(t) for m, t in times.items()}
+    return {"rows": rows, "times": times, "median_s": medians, "peak_rss_mib": rss,
+            "ratio_to_floor64": {m: medians[m] / medians["floor64"] for m in methods},
+            "ratio_to_floor32": {m: medians[m] / medians["floor32"] for m in methods}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--dim", type=int, default=1024)
+    parser.add_argument("--k", type=int, default=256)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--sklearn-rows", type=int, default=200_000,
+                        help="rows for the side-by-side with scikit-learn (it needs the data in memory); 0 skips it")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--data", type=Path, default=Path("runs/bench_fit/embeddings.f32"))
+    parser.add_argument("--output", type=Path, default=Path("runs/bench_fit/results.json"))
+    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        say(json.dumps(run_one(args.worker, args.data, args.rows, args.dim, args.k)))
+        return
+    args.data.parent.mkdir(parents=True, exist_ok=True)
+    make_data(args.data, args.rows, args.dim)
+    results = {"date": date.today().isoformat(), "machine": platform.processor() or platform.machine(),
+               "cpus": os.cpu_count(), "threads": args.threads, "dim": args.dim, "k": args.k, "batch": BATCH,
+               "runs": [series(["floor32", "floor64", "ours"], args.data, args.rows, args.dim, args.k, args.repeats,
+                               args.threads)]}
+    if args.sklearn_rows:
+        results["runs"].append(series(["floor32", "floor64", "ours", "sklearn"], args.data, args.sklearn_rows,
+                                      args.dim, args.k, args.repeats, args.threads))
+    args.output.write_text(json.dumps(results, indent=2))
+    for run in results["runs"]:
+        say(f"rows={run['rows']}")
+        for m, s in run["median_s"].items():
+            say(f"  {m:8s} median {s:8.2f} s  ×floor64 {run['ratio_to_floor64'][m]:.2f}  "
+                  f"×floor32 {run['ratio_to_floor32'][m]:.2f}  peak RSS {run['peak_rss_mib'][m]:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,193 @@
+"""Retrieval quality (nDCG@10) of every post-hoc projection on real text, from cached embeddings.
+
+Encoder part (the embedded all-MiniLM-L6-v2 as a DumpEmbed K=0 folder with mean pooling, i.e. the vanilla
+model): the corpus spectrum is fitted on data/StdlibCodeTrain (its corpus.jsonl: training text only) and the
+maps are evaluated on data/ManPages, data/PyFAQ and data/StdlibCode (test qrels; disjoint from the fit text).
+Methods at k = 384/256/128/64/32: full dimension (the baseline), SpecTemp reference and robust, the oracle γ*(k)
+(grid 0..1 step 0.05, chosen on each test set itself — an upper bound, not a method), PCA, whitening,
+γ-whitening (0.5), prefix truncation, random truncation and random projection (mean over seeds 1999, 5, 2026).
+
+Decoder part (--decoder; the embedded SmolLM2-135M-Instruct, K=0, zero-shot): last-token pooling without a
+prompt, PromptEOL and ECHO, each with EmbedFilter τ = 1 (identity), 2 and 4.
+
+Embeddings are the model's L2-normalised pooled vectors (what a fitted folder's projection reads), cached under
+runs/bench_projection/; scores use hf_dumpembed.evaluation.retrieval_metrics (mteb's metric code).
+
+    python scripts/bench/bench_projection_quality.py                 # encoder part
+    python scripts/bench/bench_projection_quality.py --decoder-only  # decoder part
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from hf_dumpembed.beir import document_text, load_beir
+from hf_dumpembed.console import say
+from hf_dumpembed.evaluation import retrieval_metrics
+from hf_dumpembed.projections import baselines
+from hf_dumpembed.projections.corpus import read_corpus
+from hf_dumpembed.projections.embedfilter import band_size, embedfilter_map, gram_basis
+from hf_dumpembed.projections.encode import iter_pooled
+from hf_dumpembed.projections.fit import load_for_fit, set_prompt_mode
+from hf_dumpembed.projections.linear import LinearMap
+from hf_dumpembed.projections.spectemp import fit_spectemp
+from hf_dumpembed.projections.stats import StreamingStats, eigendecompose
+from hf_dumpembed.remote.modeling_dumpembed import DumpProjection
+
+EVAL_SETS = ("ManPages", "PyFAQ", "StdlibCode")
+FIT_SET = "StdlibCodeTrain"
+DIMS = (384, 256, 128, 64, 32)
+SEEDS = (1999, 5, 2026)
+RATIOS = (1, 2, 4)
+ROOT = Path("runs/bench_projection")
+
+
+def build_model(backbone: Path, out: Path, pooling: str) -> Path:
+    from hf_dumpembed.builder import BuildOptions, build
+
+    if not (out / "config.json").exists():
+        build(backbone, out, BuildOptions(num_dump_tokens=0, pooling=pooling), overwrite=True)
+    return out
+
+
+def encode(model, tokenizer, texts: list[str], cache: Path, batch_size: int) -> np.ndarray:
+    """Unit-length pooled embeddings in input order, cached as .npy."""
+    if cache.exists():
+        return np.load(cache)
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    chunks = list(iter_pooled(model, tokenizer, texts, batch_size, desc=cache.stem))
+    sorted_vectors = np.concatenate(chunks)
+    vectors = np.empty_like(sorted_vectors)
+    vectors[order] = sorted_vectors
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    np.save(cache, vectors)
+    return vectors
+
+
+def load_eval(data: Path, name: str):
+    beir = load_beir(data / name, "test")
+    doc_ids = list(beir.corpus)
+    query_ids = [q for q in beir.queries if q in beir.qrels]
+    return beir, doc_ids, query_ids
+
+
+def encode_sets(model, tokenizer, data: Path, tag: str, batch_size: int) -> dict:
+    sets = {}
+    for name in EVAL_SETS:
+        beir, doc_ids, query_ids = load_eval(data, name)
+        docs = encode(model, tokenizer, [document_text(beir.corpus[d]) for d in doc_ids],
+                      ROOT / "cache" / tag / f"{name}-corpus.npy", batch_size)
+        queries = encode(model, tokenizer, [beir.queries[q] for q in query_ids],
+                         ROOT / "cache" / tag / f"{name}-queries.npy", batch_size)
+        sets[name] = (queries, docs, query_ids, doc_ids, beir.qrels)
+    return sets
+
+
+def ndcg(sets: dict, linear: LinearMap | None) -> dict[str, float]:
+    scores = {}
+    for name, (queries, docs, query_ids, doc_ids, qrels) in sets.items():
+        q = queries if linear is None else linear.apply(queries)
+        d = docs if linear is None else linear.apply(docs)
+        scores[name] = retrieval_metrics(q, d, query_ids, doc_ids, qrels, k_values=(10,))["ndcg_at_10"]
+    scores["mean"] = float(np.mean([scores[n] for n in sets]))
+    return scores
+
+
+def encoder_part(args: argparse.Namespace) -> dict:
+    from hf_dumpembed.assets import default_encoder_path
+
+    folder = build_model(default_encoder_path(), ROOT / "minilm-k0-mean", "mean")
+    model, tokenizer = load_for_fit(folder)
+    model.config.normalize_pooled = True
+    model.projection = DumpProjection(model.config.hidden_size, model.config.hidden_size)
+    corpus = read_corpus(args.data / FIT_SET)
+    train = encode(model, tokenizer, corpus.texts, ROOT / "cache" / "minilm" / f"{FIT_SET}-corpus.npy",
+                   args.batch_size)
+    sets = encode_sets(model, tokenizer, args.data, "minilm", args.batch_size)
+    spectrum = eigendecompose(StreamingStats(train.shape[1]).update(train))
+    d = spectrum.dim
+    rows = [{"method": "full dimension (baseline)", "k": d, **ndcg(sets, None)}]
+    for k in DIMS:
+        for mode in ("reference", "robust"):
+            fit = fit_spectemp(spectrum, k, mode)
+            rows.append({"method": f"SpecTemp {mode}", "k": k, "gamma": fit.gamma, "knee": fit.knee,
+                         **ndcg(sets, fit.map)})
+        grid = {g: ndcg(sets, baselines.gamma_map(spectrum, k, g)) for g in baselines.ORACLE_GRID}
+        for name in list(EVAL_SETS) + ["mean"]:
+            best = max(grid, key=lambda g, n=name: (grid[g][n], -g))
+            rows.append({"method": f"oracle γ* ({name})", "k": k, "gamma": best, name: grid[best][name]})
+        rows.append({"method": "PCA (γ=0)", "k": k, **grid[0.0]})
+        rows.append({"method": "whitening (γ=1)", "k": k, **grid[1.0]})
+        rows.append({"method": "γ-whitening (γ=0.5)", "k": k, **grid[0.5]})
+        rows.append({"method": "prefix truncation", "k": k, **ndcg(sets, baselines.truncate_map(d, k))})
+        for label, make in (("random truncation", baselines.random_truncate_map),
+                            ("random projection", baselines.random_project_map)):
+            per_seed = [ndcg(sets, make(d, k, seed)) for seed in SEEDS]
+            rows.append({"method": f"{label} (3 seeds)", "k": k,
+                         **{n: float(np.mean([s[n] for s in per_seed])) for n in per_seed[0]}})
+        say(f"k={k} done")
+    return {"model": "all-MiniLM-L6-v2 (DumpEmbed K=0, mean pooling)", "fit_set": f"{FIT_SET}/corpus.jsonl",
+            "fit_texts": len(corpus.texts), "fit_sha256": corpus.sha256, "spectrum_rank": spectrum.rank,
+            "knee_reference": fit_spectemp(spectrum, 64, "reference").curve.knee,
+            "knee_robust": fit_spectemp(spectrum, 64, "robust").curve.knee, "rows": rows}
+
+
+def decoder_part(args: argparse.Namespace) -> dict:
+    from hf_dumpembed.assets import default_decoder_path
+    from hf_dumpembed.projections.unembedding import find_unembedding
+
+    folder = build_model(default_decoder_path(), ROOT / "smollm2-k0-last", "last")
+    rows = []
+    basis = None
+    for prompt in (None, "prompteol", "echo"):
+        model, tokenizer = load_for_fit(folder)
+        tokenizer.model_max_length = args.decoder_max_length
+        model.projection = DumpProjection(model.config.hidden_size, model.config.hidden_size)
+        if prompt is not None:
+            set_prompt_mode(model, tokenizer, prompt)
+        if basis is None:
+            unembedding = find_unembedding(model)
+            _, basis = gram_basis(unembedding.weight, unembedding.exclude_rows)
+        sets = encode_sets(model, tokenizer, args.data, f"smollm2-{prompt or 'plain'}", args.batch_size)
+        for ratio in RATIOS:
+            m = band_size(basis.shape[0], ratio=ratio)
+            rows.append({"method": f"{prompt or 'last token, no prompt'}", "tau": ratio, "k": m,
+                         **ndcg(sets, embedfilter_map(basis, m))})
+        say(f"decoder {prompt} done")
+    return {"model": "SmolLM2-135M-Instruct (DumpEmbed K=0, last-token pooling, zero-shot)",
+            "max_length": args.decoder_max_length, "rows": rows}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=Path("data"))
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--decoder-max-length", type=int, default=256,
+                        help="token limit of the decoder inputs before the prompt is composed (default 256)")
+    parser.add_argument("--decoder", action="store_true", help="also run the decoder part")
+    parser.add_argument("--decoder-only", action="store_true", help="only the decoder part")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--output", type=Path, default=ROOT / "results.json")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    logging.basicConfig(level=logging.WARNING)
+    results = json.loads(args.output.read_text()) if args.output.exists() else {}
+    results["date"] = date.today().isoformat()
+    if not args.decoder_only:
+        results["encoder"] = encoder_part(args)
+    if args.decoder or args.decoder_only:
+        results["decoder"] = decoder_part(args)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(results, indent=2))
+    say(f"Wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()
