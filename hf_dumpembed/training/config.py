@@ -1,0 +1,330 @@
+"""One YAML file fully determines a training run: model, data, hyperparameters, seed and output.
+
+Every key is checked: unknown keys, wrong types and out-of-range values are errors that name the key, the
+bad value and what is allowed. Relative paths are resolved against the current working directory and the
+resolved config (absolute paths, every default filled in) is saved inside the trained model folder.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+DATA_FORMATS = ("auto", "jsonl", "hf", "beir", "rlhn", "mldr")
+LOSSES = ("cached_mnrl", "mnrl")
+PRECISIONS = ("auto", "bf16", "fp32")
+EMBEDDED_BACKBONES = {"embedded:encoder": "default_encoder_path", "embedded:decoder": "default_decoder_path"}
+
+
+@dataclass(frozen=True)
+class MiningConfig:
+    """Hard negatives for BEIR folders, mined with sentence-transformers' ``mine_hard_negatives``.
+
+    ``model`` is the embedding model used to rank candidates (None = the run's backbone, or the ``init_from``
+    folder); the other fields are passed to ``mine_hard_negatives`` unchanged.
+    """
+
+    model: str | None = None
+    range_min: int = 0
+    range_max: int | None = 50
+    relative_margin: float | None = 0.05
+    sampling_strategy: Literal["top", "random"] = "top"
+    batch_size: int = 32
+    cache_dir: str | None = None  # None = <checkpoint_dir>/mined
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """One training data source.
+
+    Args:
+        path: a ``.jsonl`` file, a folder saved with ``datasets.save_to_disk``, or a BEIR folder.
+        format: ``auto`` (by what the path is), ``jsonl``, ``hf``, ``beir``, or the paper's data layouts
+            ``rlhn`` / ``mldr`` (Tevatron rows: query, positive_passages, negative_passages) in jsonl or HF form.
+        name: the dataset's name in the model's metadata (default: the path's last component).
+        split: the HF dataset split, or the BEIR qrels split (``qrels/<split>.tsv``).
+        columns: for ``jsonl``/``hf``: which columns hold ``anchor``, ``positive`` and ``negatives`` (a string or
+            a list of strings per row). Defaults: anchor|query, positive|pos, negatives|negative|neg.
+        num_negatives: hard negatives per row (the paper uses 1); rows with fewer are malformed.
+        max_rows: keep a seeded random subset of this many rows (all rows when None).
+        sample_seed: seed of that subset (fixed, so that runs with different training seeds see the same rows).
+        lenient: count and report malformed rows instead of stopping at the first one.
+        mining: how BEIR folders get their hard negatives.
+    """
+
+    path: str
+    format: Literal["auto", "jsonl", "hf", "beir", "rlhn", "mldr"] = "auto"
+    name: str | None = None
+    split: str = "train"
+    columns: dict[str, str] | None = None
+    num_negatives: int = 1
+    max_rows: int | None = None
+    sample_seed: int = 0
+    lenient: bool = False
+    mining: MiningConfig = field(default_factory=MiningConfig)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The model to train: a plain backbone built with K [DUMP] tokens, or an existing DumpEmbed folder.
+
+    Exactly one of ``backbone`` (local folder, Hub id, or ``embedded:encoder`` / ``embedded:decoder`` for the
+    embedded all-MiniLM-L6-v2 / SmolLM2-135M-Instruct) and ``init_from`` (a DumpEmbed model folder) is set.
+    ``num_dump_tokens``, ``pooling``, ``init`` and ``init_seed`` apply to ``backbone`` only.
+    """
+
+    backbone: str | None = None
+    init_from: str | None = None
+    num_dump_tokens: int = 4
+    pooling: Literal["cls", "last", "mean"] | None = None
+    init: Literal["mean", "cls", "normal"] = "mean"
+    init_seed: int = 0
+    max_seq_length: int | None = None
+
+
+@dataclass(frozen=True)
+class HyperParameters:
+    """The recipe (defaults = the [DUMP] paper's: InfoNCE scale 20, lr 1e-4, 1 epoch, GradCache, bf16)."""
+
+    loss: Literal["cached_mnrl", "mnrl"] = "cached_mnrl"
+    scale: float = 20.0
+    batch_size: int = 256  # per device; the global batch is batch_size x world size
+    mini_batch_size: int = 32
+    learning_rate: float = 1e-4
+    warmup_ratio: float = 0.05
+    weight_decay: float = 0.0
+    lr_scheduler: str = "linear"
+    epochs: float = 1.0
+    max_steps: int | None = None
+    precision: Literal["auto", "bf16", "fp32"] = "auto"
+    gradient_checkpointing: bool = False
+    gather_across_devices: bool = True
+    no_duplicates: bool = True
+    save_steps: int = 100
+    save_total_limit: int | None = 2
+    logging_steps: int = 10
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """A whole run. ``checkpoint_dir`` defaults to ``<output>.checkpoints`` (outside the model folder)."""
+
+    model: ModelConfig
+    data: tuple[DataConfig, ...]
+    output: str
+    training: HyperParameters = field(default_factory=HyperParameters)
+    seed: int = 42
+    checkpoint_dir: str | None = None
+    overwrite: bool = False
+
+    @property
+    def checkpoint_path(self) -> Path:
+        return Path(self.checkpoint_dir) if self.checkpoint_dir else Path(f"{self.output}.checkpoints")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict (YAML-ready) of the resolved config."""
+        out = dataclasses.asdict(self)
+        out["data"] = [dataclasses.asdict(d) for d in self.data]
+        return out
+
+
+class ConfigError(ValueError):
+    """A config file that cannot define a run; the message names the key, the value and the fix."""
+
+
+def _type_name(annotation: Any) -> str:
+    return getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
+
+
+def _coerce(value: Any, annotation: Any, where: str) -> Any:
+    """Check ``value`` against a (simple) type annotation; YAML ints are accepted where floats are expected."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(annotation)
+        if value is None and type(None) in options:
+            return None
+        errors = []
+        for option in options:
+            if option is type(None):
+                continue
+            try:
+                return _coerce(value, option, where)
+            except ConfigError as error:
+                errors.append(str(error))
+        raise ConfigError(errors[0] if len(errors) == 1 else f"{where}: got {value!r}; expected {annotation}.")
+    if origin is Literal:
+        allowed = typing.get_args(annotation)
+        if value not in allowed:
+            raise ConfigError(f"{where} must be one of {allowed}; got {value!r}.")
+        return value
+    if origin is dict:
+        if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+            raise ConfigError(f"{where} must be a mapping of strings to strings; got {value!r}.")
+        return dict(value)
+    if annotation is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where} must be a number; got {value!r}.")
+        return float(value)
+    if annotation is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where} must be an integer; got {value!r}.")
+        return value
+    if annotation is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where} must be true or false; got {value!r}.")
+        return value
+    if annotation is str:
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{where} must be a non-empty string; got {value!r}.")
+        return value
+    if dataclasses.is_dataclass(annotation):
+        return _build(annotation, value, where)
+    raise ConfigError(f"{where}: unsupported type {_type_name(annotation)}.")
+
+
+def _build(cls: type, raw: Any, where: str) -> Any:
+    """Instantiate dataclass ``cls`` from a YAML mapping, refusing unknown keys and missing required ones."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where} must be a mapping of keys to values; got {raw!r}.")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(raw) - set(fields))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; allowed keys: {sorted(fields)}.")
+    values = {}
+    for name, spec in fields.items():
+        key = f"{where}.{name}" if where else name
+        if name in raw:
+            values[name] = _coerce(raw[name], hints[name], key)
+        elif spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING:
+            raise ConfigError(f"{key} is required.")
+    return cls(**values)
+
+
+def _positive(value: float | int | None, key: str, allow_zero: bool = False) -> None:
+    if value is not None and (value < 0 or (value == 0 and not allow_zero)):
+        raise ConfigError(f"{key} must be {'>= 0' if allow_zero else '> 0'}; got {value}.")
+
+
+def _resolve(path: str | None) -> str | None:
+    """Absolute path for local paths; ``embedded:*`` names and Hub ids (``org/name``, not on disk) stay as written."""
+    if path is None or path.startswith("embedded:"):
+        return path
+    local = Path(path).expanduser()
+    if not local.exists() and re.fullmatch(r"[\w.-]+/[\w.-]+", path):
+        return path
+    return str(local.resolve())
+
+
+def _local(path: str) -> str:
+    return str(Path(path).expanduser().resolve())
+
+
+def validate(config: TrainConfig) -> TrainConfig:
+    """Cross-field checks; returns the config with paths resolved."""
+    model, hp = config.model, config.training
+    if (model.backbone is None) == (model.init_from is None):
+        raise ConfigError("model: set exactly one of model.backbone (a plain backbone to build) and model.init_from "
+                          "(an existing DumpEmbed folder).")
+    _positive(model.num_dump_tokens, "model.num_dump_tokens", allow_zero=True)
+    if model.max_seq_length is not None and model.max_seq_length <= model.num_dump_tokens + 2:
+        raise ConfigError(f"model.max_seq_length={model.max_seq_length} leaves no room for text after "
+                          f"{model.num_dump_tokens} [DUMP] tokens and the special tokens.")
+    if not config.data:
+        raise ConfigError("data: list at least one training data source.")
+    for i, data in enumerate(config.data):
+        _positive(data.num_negatives, f"data[{i}].num_negatives", allow_zero=True)
+        _positive(data.max_rows, f"data[{i}].max_rows")
+        if data.columns is not None:
+            extra = sorted(set(data.columns) - {"anchor", "positive", "negatives"})
+            if extra:
+                raise ConfigError(f"data[{i}].columns: unknown role(s) {extra}; roles are anchor, positive, negatives.")
+        _positive(data.mining.batch_size, f"data[{i}].mining.batch_size")
+    for key in ("scale", "batch_size", "mini_batch_size", "learning_rate", "epochs", "save_steps", "logging_steps"):
+        _positive(getattr(hp, key), f"training.{key}")
+    _positive(hp.max_steps, "training.max_steps")
+    _positive(hp.save_total_limit, "training.save_total_limit")
+    _positive(hp.weight_decay, "training.weight_decay", allow_zero=True)
+    if not 0 <= hp.warmup_ratio < 1:
+        raise ConfigError(f"training.warmup_ratio must be in [0, 1); got {hp.warmup_ratio}.")
+    if hp.mini_batch_size > hp.batch_size:
+        raise ConfigError(f"training.mini_batch_size={hp.mini_batch_size} is larger than training.batch_size="
+                          f"{hp.batch_size}; it only bounds memory, so use at most the batch size.")
+    data = tuple(
+        dataclasses.replace(
+            d,
+            path=_local(d.path),
+            mining=dataclasses.replace(d.mining, model=_resolve(d.mining.model),
+                                       cache_dir=_local(d.mining.cache_dir) if d.mining.cache_dir else None),
+        )
+        for d in config.data
+    )
+    return dataclasses.replace(
+        config,
+        model=dataclasses.replace(model, backbone=_resolve(model.backbone), init_from=_resolve(model.init_from)),
+        data=data,
+        output=str(Path(config.output).expanduser().resolve()),
+        checkpoint_dir=str(Path(config.checkpoint_dir or f"{config.output}.checkpoints").expanduser().resolve()),
+    )
+
+
+def config_from_dict(raw: Any, source: str = "config") -> TrainConfig:
+    """Build and validate a `TrainConfig` from a parsed YAML mapping (``data`` may be one mapping or a list)."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: the top level must be a mapping (model:, data:, training:, output:, ...).")
+    raw = dict(raw)
+    data = raw.get("data")
+    if isinstance(data, dict):
+        raw["data"] = [data]
+    elif data is not None and not isinstance(data, list):
+        raise ConfigError(f"{source}: data must be a mapping or a list of mappings; got {data!r}.")
+    raw_data = raw.pop("data", None) or []
+    try:
+        top = _build(_TopLevel, raw, "")
+        parsed = tuple(_build(DataConfig, d, f"data[{i}]") for i, d in enumerate(raw_data))
+        return validate(TrainConfig(model=top.model, data=parsed, output=top.output, training=top.training,
+                                    seed=top.seed, checkpoint_dir=top.checkpoint_dir, overwrite=top.overwrite))
+    except ConfigError as error:
+        raise ConfigError(f"{source}: {error}") from None
+
+
+@dataclass(frozen=True)
+class _TopLevel:
+    model: ModelConfig
+    output: str
+    training: HyperParameters = field(default_factory=HyperParameters)
+    seed: int = 42
+    checkpoint_dir: str | None = None
+    overwrite: bool = False
+
+
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> TrainConfig:
+    """Read a YAML run config; ``overrides`` (dotted keys, e.g. ``{"seed": 1, "training.batch_size": 8}``) win."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"Config file {path} does not exist.")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path}: not valid YAML: {error}") from None
+    for dotted, value in (overrides or {}).items():
+        node = raw
+        *parents, last = dotted.split(".")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[last] = value
+    return config_from_dict(raw, source=str(path))
+
+
+def save_config(config: TrainConfig, path: str | Path) -> None:
+    """Write the resolved config as YAML (loads back to an equal config)."""
+    Path(path).write_text(yaml.safe_dump(config.to_dict(), sort_keys=False), encoding="utf-8")

@@ -1,0 +1,173 @@
+"""The [DUMP] paper's claim on real text: fine-tune all-MiniLM-L6-v2 with K = 0 and K > 0 under one recipe.
+
+Every (K, seed) run uses the same config except K and the training seed: the same training rows (a fixed
+subset of data/StdlibCodeTrain, hard negatives mined once with the untrained backbone), the same budget and
+hyperparameters. Each trained model is evaluated on ManPages, PyFAQ and StdlibCode (none of which is trained
+on) with nDCG@10 from ``hf_dumpembed.evaluation.retrieval_metrics``. Finished runs and evaluations are kept
+under --out and skipped when the script is run again.
+
+    python scripts/bench/bench_train_quality.py --ks 0 4 --seeds 0 1 2 --rows 320 --out runs/bench_train
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+logger = logging.getLogger("bench_train_quality")
+EVAL_TASKS = ("data/ManPages", "data/PyFAQ", "data/StdlibCode")
+PAPER_GAIN = 2.46
+
+
+def run_config(args: argparse.Namespace, k: int, seed: int, out: Path) -> dict:
+    """The recipe: identical for every run except K and the seed."""
+    return {
+        "model": {"backbone": "embedded:encoder", "num_dump_tokens": k, "pooling": args.pooling,
+                  "max_seq_length": args.max_length, "init": "mean", "init_seed": 0},
+        "data": {"path": args.train, "format": "beir", "split": "train", "name": Path(args.train).name,
+                 "num_negatives": 1, "max_rows": args.rows, "sample_seed": 0,
+                 "mining": {"cache_dir": str(out / "mined"), "range_max": 50, "relative_margin": 0.05}},
+        "training": {"batch_size": args.batch, "mini_batch_size": args.mini_batch, "learning_rate": args.lr,
+                     "warmup_ratio": 0.05, "epochs": 1, "save_steps": 1000, "logging_steps": 1},
+        "seed": seed,
+        "output": str(out / f"K{k}-seed{seed}"),
+    }
+
+
+def train_all(args: argparse.Namespace, out: Path) -> dict[str, dict]:
+    from hf_dumpembed.training.config import config_from_dict, save_config
+    from hf_dumpembed.training.trainer import train
+
+    runs = {}
+    for seed in args.seeds:
+        for k in args.ks:
+            raw = run_config(args, k, seed, out)
+            config = config_from_dict(raw, source=f"K={k} seed={seed}")
+            folder = Path(config.output)
+            if not (folder / "training" / "config.yaml").exists():
+                start = time.perf_counter()
+                train(config, resume=(Path(f"{folder}.checkpoints") / "run_config.yaml").exists())
+                (folder / "training" / "bench_wall_s.txt").write_text(f"{time.perf_counter() - start:.1f}\n")
+            info = json.loads((folder / "config.json").read_text())["training_info"]
+            runs[folder.name] = {"k": k, "seed": seed, "path": str(folder), "steps": info["steps"],
+                                 "wall_s": float((folder / "training" / "bench_wall_s.txt").read_text())}
+            save_config(config, out / f"{folder.name}.yaml")
+    return runs
+
+
+def untrained(args: argparse.Namespace, out: Path) -> dict[str, dict]:
+    """The starting points (K = 0 is all-MiniLM-L6-v2 itself with the same pooling), for reference."""
+    from hf_dumpembed.builder import BuildOptions, build
+    from hf_dumpembed.training.trainer import resolve_backbone
+
+    runs = {}
+    for k in sorted({0, *args.ks}):
+        folder = out / f"K{k}-untrained"
+        if not (folder / "modules.json").exists():
+            build(resolve_backbone("embedded:encoder"), folder, BuildOptions(
+                num_dump_tokens=k, pooling=args.pooling, max_seq_length=args.max_length, seed=0), overwrite=True)
+        runs[folder.name] = {"k": k, "seed": None, "path": str(folder), "steps": 0, "wall_s": 0.0}
+    return runs
+
+
+def evaluate(path: str, task: str, batch_size: int) -> dict[str, float]:
+    from sentence_transformers import SentenceTransformer
+
+    from hf_dumpembed.beir import load_beir
+    from hf_dumpembed.evaluation import retrieval_metrics
+
+    data = load_beir(task, "test")
+    model = SentenceTransformer(path, trust_remote_code=True, device="cpu")
+    query_ids, doc_ids = list(data.queries), list(data.corpus)
+    queries = model.encode_query([data.queries[q] for q in query_ids], batch_size=batch_size,
+                                 convert_to_tensor=True)
+    docs = model.encode_document([data.document_text(d) for d in doc_ids], batch_size=batch_size,
+                                 convert_to_tensor=True)
+    return retrieval_metrics(queries, docs, query_ids, doc_ids, data.qrels)
+
+
+def evaluate_all(runs: dict[str, dict], tasks: list[str], out: Path, batch_size: int) -> dict:
+    cache_file = out / "metrics.json"
+    cache = json.loads(cache_file.read_text()) if cache_file.exists() else {}
+    for name, run in runs.items():
+        for task in tasks:
+            key = f"{name}|{Path(task).name}"
+            if key not in cache:
+                start = time.perf_counter()
+                cache[key] = {k: float(v) for k, v in evaluate(run["path"], task, batch_size).items()}
+                logger.info("%s on %s: nDCG@10 %.4f (%.0f s)", name, Path(task).name, cache[key]["ndcg_at_10"],
+                            time.perf_counter() - start)
+                cache_file.write_text(json.dumps(cache, indent=2) + "\n")
+    return cache
+
+
+def table(runs: dict[str, dict], metrics: dict, tasks: list[str], ks: list[int]) -> str:
+    names = [Path(t).name for t in tasks]
+
+    def cell(values: list[float]) -> str:
+        if len(values) == 1:
+            return f"{values[0]:.4f}"
+        return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
+
+    lines = ["| model | seeds | steps | " + " | ".join(names) + " | mean | rel. gain vs K=0 (mean) |",
+             "|---|---|---|" + "---|" * (len(names) + 2)]
+    base_mean = None
+    for trained in (False, True):
+        for k in ks if trained else sorted({0, *ks}):
+            chosen = [r for n, r in runs.items() if r["k"] == k and (r["seed"] is not None) == trained]
+            if not chosen:
+                continue
+            per_task = [[metrics[f"{Path(r['path']).name}|{t}"]["ndcg_at_10"] for r in chosen] for t in names]
+            per_run_mean = [statistics.mean(v) for v in zip(*per_task, strict=True)]
+            mean = statistics.mean(per_run_mean)
+            if trained and k == 0:
+                base_mean = mean
+            gain = f"{100 * (mean / base_mean - 1):+.2f}%" if trained and base_mean else ""
+            label = f"K={k} {'fine-tuned' if trained else 'untrained'}"
+            lines.append(f"| {label} | {len(chosen) if trained else '-'} | {chosen[0]['steps']} | "
+                         + " | ".join(cell(v) for v in per_task) + f" | {cell(per_run_mean)} | {gain} |")
+    return "\n".join(lines) + f"\n\nPaper: +{PAPER_GAIN}% relative (average over its retrieval tasks).\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ks", type=int, nargs="+", default=[0, 4])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--train", default="data/StdlibCodeTrain")
+    parser.add_argument("--tasks", nargs="+", default=list(EVAL_TASKS))
+    parser.add_argument("--rows", type=int, default=320, help="training pairs (a fixed seeded subset)")
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--mini-batch", type=int, default=16)
+    parser.add_argument("--lr", type=float, default=1e-4)
+    parser.add_argument("--max-length", type=int, default=128)
+    parser.add_argument("--pooling", default="mean", choices=["cls", "mean"],
+                        help="all-MiniLM-L6-v2 was trained with mean pooling; 'pooling unchanged' keeps it")
+    parser.add_argument("--eval-batch", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--skip-eval", action="store_true", help="only train")
+    parser.add_argument("--out", default="runs/bench_train")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    runs = train_all(args, out)
+    runs.update(untrained(args, out))
+    (out / "runs.json").write_text(json.dumps(runs, indent=2) + "\n")
+    if args.skip_eval:
+        return
+    metrics = evaluate_all(runs, args.tasks, out, args.eval_batch)
+    report = table(runs, metrics, args.tasks, args.ks)
+    (out / "table.md").write_text(report)
+    sys.stdout.write(report)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,184 @@
+"""Training end to end on a tiny random BERT: learning, [DUMP] rows, saved folder, GradCache exactness, resume."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from sentence_transformers import SentenceTransformer
+from transformers import AutoModel, AutoTokenizer, TrainerCallback
+
+from hf_dumpembed.cli import main as cli_main
+from hf_dumpembed.training.config import config_from_dict
+from hf_dumpembed.training.trainer import INITIAL_MODEL, train
+from tests.training_fixtures import TEXTS, run_config, toy_rows, write_jsonl
+
+torch.set_num_threads(1)  # oversubscribed threads are ~20x slower on the shared 2 cores
+
+
+def _toy_loss(model_dir: Path) -> float:
+    """InfoNCE (scale 20, in-batch + hard negatives) of a saved model on the whole toy set as one batch."""
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    model = SentenceTransformer(str(model_dir), trust_remote_code=True, device="cpu").eval()
+    rows = toy_rows()
+    features = [model.tokenize([r[c] for r in rows]) for c in ("query", "positive", "negative")]
+    with torch.no_grad():
+        return float(MultipleNegativesRankingLoss(model, scale=20.0)(features, None))
+
+
+def _dump_rows(model_dir: Path) -> torch.Tensor:
+    config = json.loads((model_dir / "config.json").read_text())
+    weights = load_file(model_dir / "model.safetensors")
+    key = next(k for k in weights if k.endswith("word_embeddings.weight"))
+    return weights[key][config["dump_token_ids"]]
+
+
+@pytest.fixture(scope="module")
+def toy_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_jsonl(tmp_path_factory.mktemp("toy") / "toy.jsonl", toy_rows())
+
+
+@pytest.fixture(scope="module")
+def trained(tiny_bert: Path, toy_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("trained") / "model"
+    return train(config_from_dict(run_config(tiny_bert, toy_data, out, epochs=6)))
+
+
+def test_training_lowers_the_loss_and_moves_the_dump_rows(trained: Path) -> None:
+    initial = Path(f"{trained}.checkpoints") / INITIAL_MODEL
+    before, after = _toy_loss(initial), _toy_loss(trained)
+    assert after < before - 0.3, (before, after)
+    moved = (_dump_rows(trained) - _dump_rows(initial)).norm(dim=1)
+    assert bool((moved > 1e-4).all()), moved
+
+
+def test_trained_folder_loads_everywhere_with_the_prefix(trained: Path) -> None:
+    config = json.loads((trained / "config.json").read_text())
+    assert config["auto_map"]["AutoModel"] == "modeling_dumpembed.DumpEmbedModel"
+    assert (trained / "modeling_dumpembed.py").exists() and (trained / "configuration_dumpembed.py").exists()
+    tokenizer = AutoTokenizer.from_pretrained(trained, trust_remote_code=True)
+    ids = tokenizer(TEXTS[:3], padding=True, return_tensors="pt")
+    assert ids["input_ids"][:, 1:5].tolist() == [config["dump_token_ids"]] * 3
+    model = AutoModel.from_pretrained(trained, trust_remote_code=True).eval()
+    with torch.no_grad():
+        auto = model(**ids).sentence_embedding
+    st = SentenceTransformer(str(trained), trust_remote_code=True, device="cpu")
+    assert torch.allclose(auto, st.encode(TEXTS[:3], convert_to_tensor=True), atol=1e-5)
+    assert st.max_seq_length == 32
+
+
+def test_trained_folder_records_the_run(trained: Path) -> None:
+    info = json.loads((trained / "config.json").read_text())["training_info"]
+    assert set(info) == {"datasets", "loss", "hyperparameters", "seed", "steps", "trained_at"}
+    assert info["loss"] == "CachedMultipleNegativesRankingLoss"
+    assert info["steps"] == 6 * (len(TEXTS) // 4) and info["seed"] == 7
+    assert info["hyperparameters"]["scale"] == 20.0 and info["hyperparameters"]["mini_batch_size"] == 2
+    (dataset,) = info["datasets"]
+    assert dataset["name"] == "toy" and dataset["num_rows"] == len(TEXTS) and len(dataset["sha256"]) == 64
+    assert sorted(p.name for p in (trained / "training").iterdir()) == [
+        "config.yaml", "data_files.json", "environment.json"]
+    env = json.loads((trained / "training" / "environment.json").read_text())
+    assert env["libraries"]["sentence-transformers"] and env["world_size"] == 1
+    assert not any(p.name.startswith("checkpoint-") for p in trained.iterdir())
+    assert any(p.name.startswith("checkpoint-") for p in Path(f"{trained}.checkpoints").iterdir())
+
+
+def test_resolved_config_reproduces_the_run_config(trained: Path) -> None:
+    import yaml
+
+    saved = yaml.safe_load((trained / "training" / "config.yaml").read_text())
+    again = config_from_dict(saved)
+    assert again.output == str(trained) and again.training.epochs == 6 and again.model.num_dump_tokens == 4
+
+
+def test_cli_trains_k0_through_the_same_code(tiny_bert: Path, toy_data: Path, tmp_path: Path) -> None:
+    import yaml
+
+    raw = run_config(tiny_bert, toy_data, tmp_path / "k0", max_steps=2)
+    raw["model"]["num_dump_tokens"] = 0
+    config_file = tmp_path / "run.yaml"
+    config_file.write_text(yaml.safe_dump(raw))
+    cli_main(["train", str(config_file)])
+    config = json.loads((tmp_path / "k0" / "config.json").read_text())
+    assert config["num_dump_tokens"] == 0 and config["training_info"]["steps"] == 2
+    st = SentenceTransformer(str(tmp_path / "k0"), trust_remote_code=True, device="cpu")
+    assert st.encode(["hello"]).shape == (1, 32)
+    with pytest.raises(SystemExit, match="already holds a trained model|already exists"):
+        cli_main(["train", str(config_file)])
+
+
+def test_cached_loss_equals_plain_loss(bert_dump_model: Path) -> None:
+    """GradCache is exact: same loss and same gradients as the plain loss on one batch (dropout off)."""
+    from sentence_transformers.sentence_transformer.losses import (
+        CachedMultipleNegativesRankingLoss,
+        MultipleNegativesRankingLoss,
+    )
+
+    model = SentenceTransformer(str(bert_dump_model), trust_remote_code=True, device="cpu")
+    model.eval().double()  # dropout off; float64 so that summation order cannot hide a real difference
+    torch.manual_seed(0)
+    with torch.no_grad():  # move away from the near-constant random init so gradients are not ~0
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.05)
+    rows = toy_rows()[:8]
+    features = [model.tokenize([r[c] for r in rows]) for c in ("query", "positive", "negative")]
+    results = []
+    for loss_fn in (MultipleNegativesRankingLoss(model, scale=20.0),
+                    CachedMultipleNegativesRankingLoss(model, scale=20.0, mini_batch_size=3)):
+        model.zero_grad()
+        loss = loss_fn([dict(f) for f in features], None)
+        loss.backward()
+        grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+        results.append((float(loss.detach()), grads))
+    (plain, plain_grads), (cached, cached_grads) = results
+    assert plain == pytest.approx(cached, abs=1e-10)
+    assert plain_grads.keys() == cached_grads.keys() and len(plain_grads) > 10
+    scale = max(g.abs().max() for g in plain_grads.values())
+    assert scale > 1e-6
+    for name, grad in plain_grads.items():
+        assert torch.allclose(grad, cached_grads[name], rtol=1e-7, atol=1e-10), name
+
+
+class _Kill(TrainerCallback):
+    """Stop the run right after the checkpoint of ``step`` is written, as a kill would."""
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def on_save(self, args, state, control, **kwargs):  # noqa: ANN001, ANN003
+        if state.global_step == self.step:
+            raise KeyboardInterrupt(f"killed after step {self.step}")
+
+
+def test_kill_and_resume_equals_an_uninterrupted_run(tiny_bert: Path, toy_data: Path, tmp_path: Path) -> None:
+    hp = {"epochs": 2, "save_steps": 2, "save_total_limit": 5}
+    whole = train(config_from_dict(run_config(tiny_bert, toy_data, tmp_path / "whole", **hp)))
+    config = config_from_dict(run_config(tiny_bert, toy_data, tmp_path / "resumed", **hp))
+    with pytest.raises(KeyboardInterrupt):
+        train(config, callbacks=[_Kill(step=4)])
+    assert not config.checkpoint_path.joinpath("..", "resumed").resolve().exists()
+    with pytest.raises(FileExistsError, match="--resume"):
+        train(config)
+    resumed = train(config, resume=True)
+    steps = [json.loads((m / "config.json").read_text())["training_info"]["steps"] for m in (whole, resumed)]
+    assert steps == [6, 6]
+    a, b = load_file(whole / "model.safetensors"), load_file(resumed / "model.safetensors")
+    assert a.keys() == b.keys()
+    initial = load_file(config.checkpoint_path / INITIAL_MODEL / "model.safetensors")
+    for key in a:
+        assert torch.allclose(a[key], b[key], atol=1e-6), key
+    assert any(not torch.equal(a[k], initial[k]) for k in a)
+
+
+def test_resume_refuses_a_changed_config(tiny_bert: Path, toy_data: Path, tmp_path: Path) -> None:
+    config = config_from_dict(run_config(tiny_bert, toy_data, tmp_path / "m", max_steps=3, save_steps=1))
+    with pytest.raises(KeyboardInterrupt):
+        train(config, callbacks=[_Kill(step=1)])
+    changed = config_from_dict(run_config(tiny_bert, toy_data, tmp_path / "m", max_steps=3, save_steps=1,
+                                          learning_rate=1e-3))
+    with pytest.raises(ValueError, match="config differs"):
+        train(changed, resume=True)
