@@ -113,8 +113,11 @@ def remote_code_files(config: dict) -> set[str]:
 
 
 def _module_dirs(folder: Path) -> set[str]:
-    return {m["path"] for m in json.loads((folder / "modules.json").read_text()) if m.get("path")} \
-        if (folder / "modules.json").exists() else set()
+    """Sub-folders of the sentence-transformers modules listed in modules.json (1_Pooling, 2_Dense, ...)."""
+    modules = folder / "modules.json"
+    if not modules.exists():
+        return set()
+    return {m["path"] for m in json.loads(modules.read_text()) if m.get("path")}
 
 
 def is_allowed(path: str, kind: FolderKind, module_dirs: set[str]) -> bool:
