@@ -1,0 +1,50 @@
+"""Bar charts of the token statistics, models side by side (matplotlib, the ``plots`` extra)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .token_stats import TokenStatistics
+from .tokens import CLS, OTHER, SPECIAL, STOPWORDS
+
+
+def _group_order(stats: list[TokenStatistics], keys: set[str]) -> list[str]:
+    k = max(s.num_dump_tokens for s in stats)
+    order = [CLS] + [f"dump{i + 1}" for i in range(k)] + [STOPWORDS, OTHER, SPECIAL]
+    return [g for g in order if g in keys]
+
+
+def _bars(axis, stats: list[TokenStatistics], labels: list[str], values: list[dict[str, float]], groups: list[str],
+          title: str, ylabel: str) -> None:
+    width = 0.8 / len(stats)
+    for index, (label, value) in enumerate(zip(labels, values, strict=True)):
+        xs = [i + (index - (len(stats) - 1) / 2) * width for i, g in enumerate(groups) if g in value]
+        ys = [value[g] for g in groups if g in value]
+        axis.bar(xs, ys, width=width, label=label)
+    axis.set_xticks(range(len(groups)), [g.replace("dump", "D") for g in groups], rotation=0)
+    axis.set_title(title)
+    axis.set_ylabel(ylabel)
+    axis.legend(fontsize=8)
+
+
+def plot_token_statistics(stats: list[TokenStatistics], labels: list[str], out: str | Path) -> Path:
+    """One PNG: (a) mean final-layer norm per group, (b) stopword attention to [CLS] and each D_i (×1e5)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as error:
+        raise ImportError("plots need matplotlib: pip install 'hf_dumpembed[plots]'") from error
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
+    norm_groups = _group_order(stats, {g for s in stats for g in s.norms})
+    _bars(left, stats, labels, [s.norms for s in stats], norm_groups, "(a) mean L2 norm, final layer", "norm")
+    attention_groups = _group_order(stats, {g for s in stats for g in s.attention_from_stopwords})
+    _bars(right, stats, labels, [s.attention_from_stopwords for s in stats], attention_groups,
+          "(b) last-layer attention from stopwords", "attention ×1e5 (head mean)")
+    figure.tight_layout()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(out, dpi=110)
+    plt.close(figure)
+    return out
