@@ -4,6 +4,8 @@ against a local fake Hub (tests/publish_fixtures.py), dry runs, tokens."""
 from __future__ import annotations
 
 import hashlib
+import subprocess
+import sys
 from pathlib import Path
 
 import huggingface_hub
@@ -76,7 +78,10 @@ def test_push_commits_exactly_the_folder(publishable, hub, capsys):
     assert not any(TOKEN.encode() in c for c in _files(publishable).values())
 
 
-def test_stock_export_to_a_branch_replaces_stale_files(publishable, hub, tmp_path):
+def test_stock_export_to_a_branch_replaces_stale_files(publishable, hub, tmp_path, monkeypatch):
+    monkeypatch.delenv("HF_TOKEN")  # this push authenticates with the saved login (`hf auth login`) instead
+    (tmp_path / "token").write_text(TOKEN)
+    monkeypatch.setattr(hub_constants, "HF_TOKEN_PATH", str(tmp_path / "token"))
     hub.repos["acme/tiny-dump"] = Repo(private=False)  # as left by an earlier push of the DumpEmbed folder
     hub.repos["acme/tiny-dump"].branches["main"].update(_files(publishable))
     stock = export_stock_st(publishable, tmp_path / "stock")
@@ -168,3 +173,9 @@ def test_push_help_explains():
     parser = build_parser()
     push = parser._subparsers._group_actions[0].choices["push"]
     assert "fresh" in push.description and "--dry-run" in push.format_help()
+
+
+def test_push_script_is_the_push_command():
+    script = Path(__file__).parent.parent / "scripts" / "push_to_hub.py"
+    result = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and "usage: hf-dumpembed push" in result.stdout and "--dry-run" in result.stdout
