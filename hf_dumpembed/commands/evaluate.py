@@ -98,6 +98,39 @@ def _analyze(args: argparse.Namespace) -> None:
     say(describe(result, labels or [p.rstrip("/").split("/")[-1] for p in models]))
 
 
+REPORT_DESCRIPTION = """\
+Turn results into the markdown tables of BENCHMARKS.md: one row per method (and output dimension k), one
+column per task plus the mean over tasks, each cell mean ± std over seeds (the sample std of the per-seed
+values; one value when there is one seed). INPUT is any mix of
+  - an mteb results folder written by `hf-dumpembed eval` (method = model name; a trailing -seedN in the name
+    is the seed; k = the model's embed_dim);
+  - a JSON file of rows: a list, {"rows": [...]}, or an object whose values hold "rows"; a row has "method",
+    optional "k" and "seed", and either "task" + the metric (or "value") or one numeric column per task.
+"""
+
+
+def _report(args: argparse.Namespace) -> None:
+    from pathlib import Path
+
+    from ..report import load_records, markdown_table
+
+    renames = dict(item.split("=", 1) for item in args.rename or [] if "=" in item)
+    bad = [item for item in args.rename or [] if "=" not in item]
+    if bad:
+        raise ValueError(f"--rename takes OLD=NEW; got {bad[0]!r}.")
+    records = load_records(args.inputs, args.metric)
+    if renames:
+        from dataclasses import replace
+
+        records = [replace(r, method=renames.get(r.method, r.method)) for r in records]
+    baseline = renames.get(args.baseline, args.baseline) if args.baseline else None
+    table = markdown_table(records, tasks=args.tasks, digits=args.digits, baseline=baseline)
+    if args.out:
+        Path(args.out).write_text(table, encoding="utf-8")
+        say(f"Wrote {args.out}")
+    say(table.rstrip("\n"))
+
+
 def register(commands: argparse._SubParsersAction) -> None:
     evaluate = commands.add_parser(
         "eval", help="evaluate a model with mteb (local BEIR folders or official tasks)",
@@ -159,3 +192,17 @@ def register(commands: argparse._SubParsersAction) -> None:
     analyze.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     analyze.add_argument("--no-plot", action="store_true", help="skip the PNG (no matplotlib needed)")
     analyze.set_defaults(func=_analyze)
+
+    report = commands.add_parser(
+        "report", help="markdown tables (method x task x k, mean ± std over seeds) from results",
+        description=REPORT_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    report.add_argument("inputs", nargs="+", metavar="INPUT", help="mteb results folders and/or JSON row files")
+    report.add_argument("--metric", default="ndcg_at_10", help="score key (default: ndcg_at_10)")
+    report.add_argument("--tasks", nargs="+", default=None, help="columns, in order (default: all, sorted)")
+    report.add_argument("--baseline", default=None, help="method whose mean the others are compared with (%%)")
+    report.add_argument("--rename", action="append", default=None, metavar="OLD=NEW",
+                        help="display name for a method (repeatable)")
+    report.add_argument("--digits", type=int, default=4, help="decimals (default: 4)")
+    report.add_argument("--out", default=None, help="also write the table to this file")
+    report.set_defaults(func=_report)

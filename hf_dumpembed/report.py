@@ -1,0 +1,178 @@
+"""Markdown comparison tables from results files: method × task (× k), mean ± std over seeds.
+
+Inputs (any mix):
+
+* an mteb results folder as ``hf-dumpembed eval`` writes it (``[results/]<org>__<name>/<revision>/<Task>.json``),
+  read with mteb's ``TaskResult``; method = the model name with a trailing ``-seed<N>`` / ``_seed<N>`` taken off
+  as the seed, k = the model's ``embed_dim`` from ``model_meta.json``;
+* a JSON file of rows: a list of objects, or ``{"rows": [...]}``, or an object whose values hold ``"rows"``.
+  A row has ``method`` and optionally ``k`` and ``seed``; its scores are either ``task`` + the metric key (or
+  ``value``), or one numeric column per task (wide rows, as the benchmark scripts write them).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+DEFAULT_METRIC = "ndcg_at_10"
+_SEED_RE = re.compile(r"^(?P<method>.+?)[-_]seed(?P<seed>\d+)$")
+_ROW_KEYS = {"method", "k", "seed", "task", "value", "label", "model"}
+
+
+@dataclass(frozen=True)
+class Record:
+    """One score: a method (at output dimension k) on a task with one seed."""
+
+    method: str
+    task: str
+    value: float
+    k: int | None = None
+    seed: int | None = None
+
+
+def _split_seed(name: str) -> tuple[str, int | None]:
+    match = _SEED_RE.match(name)
+    return (match["method"], int(match["seed"])) if match else (name, None)
+
+
+def records_from_mteb(results_dir: Path, metric: str = DEFAULT_METRIC) -> list[Record]:
+    """Records of every model revision under an mteb results folder (main split/subset mean per task)."""
+    from mteb.results import TaskResult
+
+    records = []
+    files = sorted({p for base in (results_dir, results_dir / "results") for p in base.glob("*/*/*.json")
+                    if p.name != "model_meta.json"})
+    for path in files:
+        try:
+            result = TaskResult.from_disk(path)
+        except Exception as error:  # mteb raises pydantic / JSON errors: name the file
+            raise ValueError(f"{path} is not a valid mteb result file: {error}") from error
+        meta_path = path.parent / "model_meta.json"
+        meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+        name = str(meta.get("name") or path.parent.parent.name.replace("__", "/"))
+        method, seed = _split_seed(name)
+        values = [float(entry[metric]) for entries in result.scores.values() for entry in entries if metric in entry]
+        if not values:
+            raise ValueError(f"{path} has no {metric!r} score; choose another --metric.")
+        k = meta.get("embed_dim")
+        records.append(Record(method, result.task_name, statistics.mean(values), int(k) if k else None, seed))
+    return records
+
+
+def _rows(payload: Any) -> Iterable[dict[str, Any]]:
+    if isinstance(payload, list):
+        yield from payload
+    elif isinstance(payload, dict) and isinstance(payload.get("rows"), list):
+        yield from payload["rows"]
+    elif isinstance(payload, dict):
+        for value in payload.values():
+            if isinstance(value, (dict, list)):
+                yield from _rows(value)
+
+
+def records_from_json(path: Path, metric: str = DEFAULT_METRIC) -> list[Record]:
+    """Records of a JSON rows file (long or wide rows, see the module docstring)."""
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: not valid JSON ({error.msg}).") from None
+    records = []
+    for number, row in enumerate(_rows(payload), start=1):
+        if not isinstance(row, dict) or "method" not in row:
+            continue
+        k = int(row["k"]) if isinstance(row.get("k"), (int, float)) else None
+        seed = int(row["seed"]) if isinstance(row.get("seed"), (int, float)) else None
+        if "task" in row:
+            value = row.get(metric, row.get("value"))
+            if not isinstance(value, (int, float)):
+                raise ValueError(f"{path}: row {number} has a task but no numeric {metric!r} or 'value'.")
+            records.append(Record(str(row["method"]), str(row["task"]), float(value), k, seed))
+            continue
+        for task, value in row.items():
+            if task not in _ROW_KEYS and isinstance(value, (int, float)) and not isinstance(value, bool):
+                records.append(Record(str(row["method"]), task, float(value), k, seed))
+    if not records:
+        raise ValueError(f"{path} holds no rows with a 'method' and scores; see `hf-dumpembed report --help`.")
+    return records
+
+
+def load_records(inputs: list[str | Path], metric: str = DEFAULT_METRIC) -> list[Record]:
+    """Records of every input (mteb results folders and JSON row files)."""
+    records: list[Record] = []
+    for item in inputs:
+        path = Path(item)
+        if path.is_dir():
+            found = records_from_mteb(path, metric)
+            if not found:
+                raise ValueError(f"{path} holds no mteb results (<org>__<name>/<revision>/<Task>.json).")
+            records += found
+        elif path.is_file():
+            records += records_from_json(path, metric)
+        else:
+            raise FileNotFoundError(f"{path} does not exist (expected an mteb results folder or a JSON file).")
+    return records
+
+
+def _cell(values: list[float], digits: int) -> str:
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
+
+
+def markdown_table(records: list[Record], tasks: list[str] | None = None, digits: int = 4,
+                   baseline: str | None = None) -> str:
+    """One row per (method, k), one column per task plus the mean over tasks; cells are mean ± std over seeds
+    (std over the per-seed values; a seed-less method shows its single value). ``baseline`` adds the relative
+    change of each row's mean against that method's mean at the same k (or its only k)."""
+    if not records:
+        raise ValueError("no records to tabulate.")
+    tasks = tasks or sorted({r.task for r in records})
+    grouped: dict[tuple[str, int | None], dict[str, dict[int | None, list[float]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(list)))
+    order: list[tuple[str, int | None]] = []
+    for record in records:
+        key = (record.method, record.k)
+        if key not in grouped:
+            order.append(key)
+        grouped[key][record.task][record.seed].append(record.value)
+    show_k = any(k is not None for _, k in order)
+    header = ["method", *(["k"] if show_k else []), "seeds", *tasks, "mean"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    means: dict[tuple[str, int | None], float] = {}
+    rows = []
+    for key in sorted(order, key=lambda m: (m[1] is None, -(m[1] or 0), order.index(m))):
+        by_task = grouped[key]
+        seeds = sorted({s for t in by_task.values() for s in t}, key=lambda s: (s is None, s))
+        cells = []
+        per_seed_means = []
+        for task in tasks:
+            values = [statistics.mean(by_task[task][s]) for s in seeds if by_task[task].get(s)]
+            cells.append(_cell(values, digits) if values else "–")
+        if all(by_task[task].get(s) for task in tasks for s in seeds):
+            per_seed_means = [statistics.mean(statistics.mean(by_task[t][s]) for t in tasks) for s in seeds]
+        mean_cell = _cell(per_seed_means, digits) if per_seed_means else "–"
+        if per_seed_means:
+            means[key] = statistics.mean(per_seed_means)
+        seed_text = str(len(seeds)) if seeds != [None] else "–"
+        rows.append((key, [key[0], *([str(key[1]) if key[1] is not None else "–"] if show_k else []), seed_text,
+                           *cells, mean_cell]))
+    if baseline:
+        header.append(f"vs {baseline}")
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for key, cells in rows:
+        if baseline:
+            reference = means.get((baseline, key[1])) or next(
+                (v for (m, _), v in means.items() if m == baseline), None)
+            gain = ("" if key[0] == baseline or reference is None or key not in means or reference == 0
+                    or math.isnan(reference) else f"{100 * (means[key] / reference - 1):+.2f}%")
+            cells = [*cells, gain]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
