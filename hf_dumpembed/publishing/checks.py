@@ -257,55 +257,51 @@ _LOAD_SCRIPT = textwrap.dedent(
     from sentence_transformers import SentenceTransformer
     from transformers import AutoModel, AutoTokenizer
 
-    path, remote, texts = sys.argv[1], sys.argv[2] == "remote", json.loads(sys.argv[3])
     torch.set_num_threads(2)
-    out = {}
-    tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=remote)
-    model = AutoModel.from_pretrained(path, trust_remote_code=remote).eval()
-    out["automodel_class"] = type(model).__name__
-    batch = tokenizer(texts, padding=True, truncation=True, return_tensors="pt")
-    out["tokens"] = tokenizer.convert_ids_to_tokens(batch["input_ids"][0].tolist())
-    if remote:
-        with torch.no_grad():
-            out["automodel"] = model(**batch).sentence_embedding.float().tolist()
-    st = SentenceTransformer(path, trust_remote_code=remote)
-    out["st_document"] = st.encode_document(texts, convert_to_numpy=True).tolist()
-    out["st_query"] = st.encode_query(texts, convert_to_numpy=True).tolist()
-    out["st_one_by_one"] = [st.encode_document([t], convert_to_numpy=True)[0].tolist() for t in texts]
-    out["leaked"] = "hf_dumpembed" in sys.modules
-    print("RESULT " + json.dumps(out))
+    texts = json.loads(sys.argv[1])
+    for path, remote in zip(sys.argv[2::2], [mode == "remote" for mode in sys.argv[3::2]]):
+        out = {}
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=remote)
+        model = AutoModel.from_pretrained(path, trust_remote_code=remote).eval()
+        out["automodel_class"] = type(model).__name__
+        batch = tokenizer(texts, padding=True, truncation=True, return_tensors="pt")
+        out["tokens"] = tokenizer.convert_ids_to_tokens(batch["input_ids"][0].tolist())
+        if remote:
+            with torch.no_grad():
+                out["automodel"] = model(**batch).sentence_embedding.float().tolist()
+        st = SentenceTransformer(path, trust_remote_code=remote)
+        out["st_document"] = st.encode_document(texts, convert_to_numpy=True).tolist()
+        out["st_query"] = st.encode_query(texts, convert_to_numpy=True).tolist()
+        out["st_one_by_one"] = [st.encode_document([t], convert_to_numpy=True)[0].tolist() for t in texts]
+        out["leaked"] = "hf_dumpembed" in sys.modules
+        print("RESULT " + json.dumps(out), flush=True)
     """
 )
 
 
-def fresh_process_load(staged: Path, remote: bool, texts: tuple[str, ...] = CHECK_TEXTS,
-                       timeout: float = 900) -> dict:
-    """Load ``staged`` in a new Python process (hf_dumpembed blocked, offline, empty module cache) and encode."""
+def fresh_process_load(folders: list[tuple[Path, bool]], texts: tuple[str, ...] = CHECK_TEXTS,
+                       timeout: float = 900) -> list[dict]:
+    """Load each ``(folder, remote)`` in one new Python process (hf_dumpembed blocked, offline, empty module
+    cache) and encode ``texts``; one result per folder. RuntimeError with the process's last lines on failure."""
+    args = [item for path, remote in folders for item in (str(path.resolve()), "remote" if remote else "stock")]
     with tempfile.TemporaryDirectory(prefix="hf-dumpembed-check-") as scratch:
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(Path(scratch) / "modules"),
                "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")}
-        result = subprocess.run(
-            [sys.executable, "-c", _LOAD_SCRIPT, str(staged.resolve()), "remote" if remote else "stock",
-             json.dumps(list(texts))],
-            capture_output=True, text=True, cwd=scratch, env=env, timeout=timeout,
-        )
-    lines = [line for line in result.stdout.splitlines() if line.startswith("RESULT ")]
-    if result.returncode != 0 or not lines:
+        result = subprocess.run([sys.executable, "-c", _LOAD_SCRIPT, json.dumps(list(texts)), *args],
+                                capture_output=True, text=True, cwd=scratch, env=env, timeout=timeout)
+    outs = [json.loads(line[len("RESULT "):]) for line in result.stdout.splitlines() if line.startswith("RESULT ")]
+    if result.returncode != 0 or len(outs) != len(folders):
+        failed = folders[len(outs)][0] if len(outs) < len(folders) else folders[-1][0]
         tail = "\n".join(result.stderr.strip().splitlines()[-8:])
-        raise RuntimeError(f"loading failed in a fresh process:\n{textwrap.indent(tail, '        ')}")
-    return json.loads(lines[-1][len("RESULT "):])
+        raise RuntimeError(f"loading {failed} failed in a fresh process:\n{textwrap.indent(tail, '        ')}")
+    return outs
 
 
-def load_checks(staged: Path, report: FolderReport, tolerance: float = 1e-5,
-                reference: np.ndarray | None = None) -> np.ndarray | None:
-    """Fresh-process load of the staged files; vectors compared across load paths (and to ``reference``)."""
+def compare_load_paths(out: dict, report: FolderReport, tolerance: float = 1e-5,
+                       reference: np.ndarray | None = None) -> None:
+    """Vectors of one folder's fresh-process load compared across load paths (and to ``reference``)."""
     remote = report.kind is FolderKind.DUMPEMBED
     how = "trust_remote_code=True" if remote else "trust_remote_code=False"
-    try:
-        out = fresh_process_load(staged, remote)
-    except (RuntimeError, subprocess.TimeoutExpired) as error:
-        report.problems.append(f"fresh-process load ({how}) failed: {error}")
-        return None
     if out["leaked"]:
         report.problems.append("the folder's code imported hf_dumpembed, which users do not have")
     document = np.asarray(out["st_document"])
@@ -326,36 +322,44 @@ def load_checks(staged: Path, report: FolderReport, tolerance: float = 1e-5,
     num_dump = sum(token.startswith("[DUMP") for token in out["tokens"])
     report.passed.append(f"fresh process loads it ({how}; AutoModel -> {out['automodel_class']}; "
                          f"{document.shape[1]}-d vectors; {num_dump} [DUMP] tokens in the tokenized input)")
-    return document
 
 
 def check_folder(folder: str | Path, source: str | Path | None = None, tolerance: float = 1e-5,
                  staging: Path | None = None, repo_id: str | None = None) -> tuple[FolderReport, list[str]]:
     """Run every check on ``folder``; stage the files into ``staging`` (a temporary folder when None).
 
-    ``source`` is the DumpEmbed folder a stock export came from: its vectors (fresh process, remote code) must
-    equal the export's; ``repo_id`` is where it goes (the card's snippets must load it). Returns the report and
-    the files that would be uploaded.
+    ``source`` is the DumpEmbed folder a stock export came from: its vectors (same fresh process, remote code)
+    must equal the export's; ``repo_id`` is where it goes (the card's snippets must load it). Returns the report
+    and the files that would be uploaded.
     """
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder} is not a folder.")
     report = FolderReport(folder=folder, kind=folder_kind(folder))
-    files = static_checks(folder, report, repo_id)
-    if report.problems:  # no point loading a folder that is already refused
-        return report, files
-    reference = None
     if source is not None:
         if report.kind is not FolderKind.STOCK:
             raise ValueError("--source is for a stock export: it names the DumpEmbed folder it was exported from.")
-        source_report = FolderReport(folder=Path(source), kind=folder_kind(Path(source)))
-        if source_report.kind is not FolderKind.DUMPEMBED:
+        if not Path(source).is_dir() or folder_kind(Path(source)) is not FolderKind.DUMPEMBED:
             raise ValueError(f"--source {source} is not a DumpEmbed folder.")
-        reference = load_checks(Path(source), source_report, tolerance)
-        if reference is None:
-            report.problems += [f"source folder: {p}" for p in source_report.problems]
-            return report, files
+    files = static_checks(folder, report, repo_id)
+    if report.problems:  # no point loading a folder that is already refused
+        return report, files
+    how = "trust_remote_code=True" if report.kind is FolderKind.DUMPEMBED else "trust_remote_code=False"
     with tempfile.TemporaryDirectory(prefix="hf-dumpembed-stage-") as scratch:
-        target = staging if staging is not None else Path(scratch)
-        load_checks(stage_files(folder, files, target), report, tolerance, reference)
+        target = stage_files(folder, files, staging if staging is not None else Path(scratch))
+        loads = [(target, report.kind is FolderKind.DUMPEMBED)]
+        if source is not None:
+            loads.insert(0, (Path(source), True))
+        try:
+            outs = fresh_process_load(loads)
+        except (RuntimeError, subprocess.TimeoutExpired) as error:
+            report.problems.append(f"fresh-process load ({how}) failed: {error}")
+            return report, files
+    reference = None
+    if source is not None:
+        source_report = FolderReport(folder=Path(source), kind=FolderKind.DUMPEMBED)
+        compare_load_paths(outs[0], source_report, tolerance)
+        report.problems += [f"source folder: {p}" for p in source_report.problems]
+        reference = np.asarray(outs[0]["st_document"])
+    compare_load_paths(outs[-1], report, tolerance, reference)
     return report, files
