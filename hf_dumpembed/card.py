@@ -216,6 +216,25 @@ def evaluation_context(results_dir: str | Path, names: list[str], model_name: st
     }
 
 
+def backbone_shape(text_config: dict[str, Any]) -> str:
+    """``bert, 6 layers, hidden size 384``: read through transformers' config class (GPT-2 says ``n_layer``)."""
+    from transformers import AutoConfig
+
+    fields = {k: v for k, v in text_config.items() if k != "model_type"}
+    try:
+        config = AutoConfig.for_model(text_config["model_type"], **fields)
+    except (ValueError, TypeError, KeyError):
+        config = None
+    layers = getattr(config, "num_hidden_layers", None) or text_config.get("num_hidden_layers")
+    hidden = getattr(config, "hidden_size", None) or text_config.get("hidden_size")
+    parts = [str(text_config["model_type"])]
+    if layers:
+        parts.append(f"{layers} layers")
+    if hidden:
+        parts.append(f"hidden size {hidden}")
+    return ", ".join(parts)
+
+
 def st_module_names(model_dir: Path, config: dict[str, Any], stock: bool) -> str:
     """The stock sentence-transformers modules of the export: read from a stock folder, else predicted."""
     if stock:
@@ -262,10 +281,11 @@ def card_context(
             f"The projection was fitted{source}: its mean and spectrum describe that text, and may suit text of a "
             "very different kind less well."
         )
-    limitations.append(
-        f"Inputs are truncated to {tokenizer_config.get('model_max_length')} tokens, [DUMP] and special tokens "
-        "included."
-    )
+    if tokenizer_config.get("model_max_length"):
+        limitations.append(
+            f"Inputs are truncated to {tokenizer_config['model_max_length']} tokens, [DUMP] and special tokens "
+            "included."
+        )
     if not stock:
         limitations.append("Loading needs `trust_remote_code=True` (or use the stock export, which does not).")
 
@@ -290,9 +310,7 @@ def card_context(
         "st_modules": st_module_names(model_dir, config, stock),
         "base_model_display": base_model or text_config.get("_name_or_path", text_config["model_type"]),
         "backbone_kind": "decoder" if config.get("pooling") == "last" else "encoder",
-        "backbone_type": text_config["model_type"],
-        "num_layers": text_config.get("num_hidden_layers"),
-        "hidden_size": text_config.get("hidden_size"),
+        "backbone_shape": backbone_shape(text_config),
         "num_dump_tokens": k,
         "dump_rows": dump_rows,
         "pooling_text": POOLING_TEXT[config.get("pooling", "cls")],

@@ -43,6 +43,13 @@ def test_card_of_the_k0_baseline_has_no_dump_section(tiny_llama, tmp_path):
     card = render_card(folder)
     assert "[DUMP] tokens" not in _sections(card)
     assert "not trained" not in card and "last-token pooling" in card
+    assert "(llama, 2 layers, hidden size 32)" in card and "[DUMP] prefix is never cut" not in card
+    assert not PLACEHOLDER.search(card)
+
+
+def test_card_reads_the_backbone_shape_through_its_config_class(tiny_gpt2, tmp_path):
+    card = render_card(build(tiny_gpt2, tmp_path / "gpt2", BuildOptions(num_dump_tokens=2)))
+    assert "(gpt2, 2 layers, hidden size 32)" in card  # GPT-2 stores n_layer / n_embd
     assert not PLACEHOLDER.search(card)
 
 
