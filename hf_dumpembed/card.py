@@ -213,6 +213,7 @@ def evaluation_context(results_dir: str | Path, names: list[str], model_name: st
         "header": "| " + " | ".join(header) + " |",
         "rule": "|" + "---|" * len(header),
         "body": ["| " + " | ".join(cells) + " |" for cells in body],
+        "tasks": sorted({row.task for row in table.rows}),
     }
 
 
@@ -293,6 +294,11 @@ def card_context(
     evaluation = None
     if results_dir is not None:
         evaluation = evaluation_context(results_dir, [model_id, model_dir.name], results_model)
+        trained_on = {str(d.get("name", "")).lower() for d in (config.get("training_info") or {}).get("datasets") or []}
+        overlap = sorted(task for task in evaluation["tasks"] if task.lower() in trained_on)
+        if overlap:
+            limitations.insert(0, f"Evaluated on {', '.join(overlap)}, which the model was also trained on: those "
+                               "scores are not a held-out measure.")
     dump_rows = [("K", str(k)),
                  ("tokens (ids)", ", ".join(f"[DUMP{i + 1}] ({t})" for i, t in enumerate(config.get("dump_token_ids",
                                                                                                     []))))]

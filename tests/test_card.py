@@ -163,6 +163,17 @@ def test_load_time_dimensions_are_offered(bert_dump_model, tmp_path):
     assert "projection_dim=" not in render_card(folder)  # a fixed-dimension fit offers no choice
 
 
+def test_evaluation_on_a_training_dataset_is_flagged(full_model, tmp_path):
+    training_info = json.loads((full_model / "config.json").read_text())["training_info"]
+    training_info["datasets"].append({"name": "NQHardNegatives", "path": "data/nq", "sha256": "0" * 64,
+                                      "num_rows": 10})
+    set_config(full_model, training_info=training_info)
+    write_mteb_results(tmp_path / "results", "acme/full", "b" * 40, SCORES)
+    card = render_card(full_model, model_id="acme/full", results_dir=tmp_path / "results")
+    limitations = card.split("## Limitations")[1]
+    assert "Evaluated on NQHardNegatives, which the model was also trained on" in limitations
+
+
 def test_results_folder_errors(full_model, tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
         render_card(full_model, results_dir=tmp_path / "nowhere")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import logging
 import os
 import re
 import shutil
@@ -33,6 +34,7 @@ ST_FILES = ("modules.json", "config_sentence_transformers.json", "sentence_bert_
 ROOT_FILES = ("config.json", "generation_config.json", "README.md", ".gitattributes", *TOKENIZER_FILES, *ST_FILES)
 # Inside a stock sentence-transformers module folder (1_Pooling/, 2_Dense/, ...).
 MODULE_FILE_PATTERNS = ("config.json", "*.safetensors", "*.json")
+logger = logging.getLogger(__name__)
 CHECK_TEXTS = (
     "A man is eating food.",
     "How do I read a file line by line in Python?",
@@ -350,6 +352,7 @@ def check_folder(folder: str | Path, source: str | Path | None = None, tolerance
         loads = [(target, report.kind is FolderKind.DUMPEMBED)]
         if source is not None:
             loads.insert(0, (Path(source), True))
+        logger.info("Loading %s in a fresh Python process (%s) ...", ", ".join(str(path) for path, _ in loads), how)
         try:
             outs = fresh_process_load(loads)
         except (RuntimeError, subprocess.TimeoutExpired) as error:
