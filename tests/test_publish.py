@@ -4,6 +4,8 @@ against a local fake Hub (tests/publish_fixtures.py), dry runs, tokens."""
 from __future__ import annotations
 
 import hashlib
+import os
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -56,9 +58,15 @@ def no_token(monkeypatch, tmp_path):
     assert huggingface_hub.get_token() is None
 
 
-def test_push_commits_exactly_the_folder(publishable, hub, capsys):
-    main(["push", str(publishable), "acme/tiny-dump", "--private", "--commit-message", "first upload"])
-    out, err = capsys.readouterr()
+def test_push_commits_exactly_the_folder(publishable, hub, tmp_path):
+    """The installed command in its own process, reaching the fake Hub through HF_ENDPOINT like a user's shell."""
+    env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_TOKEN": TOKEN, "HF_HUB_OFFLINE": "0",
+           "TRANSFORMERS_OFFLINE": "0", "HF_HUB_DISABLE_XET": "1", "HF_HOME": str(tmp_path / "hf_home")}
+    command = [sys.executable, "-m", "hf_dumpembed.cli", "push", str(publishable), "acme/tiny-dump", "--private",
+               "--commit-message", "first upload"]
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    out, err = result.stdout, result.stderr
+    assert result.returncode == 0, err[-3000:]
     repo = hub.repos["acme/tiny-dump"]
     assert repo.private and len(repo.commits) == 1 and repo.commits[0]["summary"] == "first upload"
     sha = repo.commits[0]["oid"]
@@ -175,7 +183,10 @@ def test_push_help_explains():
     assert "fresh" in push.description and "--dry-run" in push.format_help()
 
 
-def test_push_script_is_the_push_command():
+def test_push_script_is_the_push_command(monkeypatch, capsys):
     script = Path(__file__).parent.parent / "scripts" / "push_to_hub.py"
-    result = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0 and "usage: hf-dumpembed push" in result.stdout and "--dry-run" in result.stdout
+    monkeypatch.setattr(sys, "argv", [str(script), "--help"])
+    with pytest.raises(SystemExit) as exit_info:
+        runpy.run_path(str(script), run_name="__main__")
+    out = capsys.readouterr().out
+    assert exit_info.value.code == 0 and "usage: hf-dumpembed push" in out and "--dry-run" in out
