@@ -14,8 +14,8 @@ are staged in a fresh folder and loaded in a new Python process where hf_dumpemb
 AutoModel and SentenceTransformer (trust_remote_code=True; False for a stock export), and the vectors must agree
 (also across encode_query / encode_document and batching). The folder must hold only safetensors weights (no
 .bin/.pt/.pkl), its remote code, tokenizer and sentence-transformers files and a model card README.md with front
-matter; plots/*.png and training/* are allowed, anything else is refused as a stray file. A failed check prints the
-report and uploads nothing.
+matter whose snippets load REPO_ID (`hf-dumpembed card MODEL --model-id REPO_ID`); plots/*.png and training/* are
+allowed, anything else is refused as a stray file. A failed check prints the report and uploads nothing.
 
 Then the repo is created (if missing), the branch too (--branch), and the staged files are committed as one
 commit; files on that branch that the folder no longer has are deleted in the same commit (.gitattributes is
@@ -25,8 +25,9 @@ kept). The commit sha is printed: pin it as revision= in your code, in the card 
 The token comes from HF_TOKEN or the saved login (`hf auth login`); it is never printed or written. --dry-run
 needs no token and no network: it runs the checks, stages the files and lists them (size, sha256).
 
-Stock export: push it to its own repo, or to a branch of the model's repo (--branch stock). With --source MODEL
-its vectors must also equal those of the DumpEmbed folder it was exported from.
+Stock export: render its card with `hf-dumpembed card STOCK --model-id REPO_ID --source MODEL`, then push it to its
+own repo or to a branch of the model's repo (--branch stock). With --source MODEL its vectors must also equal those
+of the DumpEmbed folder it was exported from.
 """
 
 
