@@ -122,11 +122,25 @@ def official_task(name: str):
 
     task = mteb.get_task(name, languages=TASK_LANGUAGES[name]) if name in TASK_LANGUAGES else mteb.get_task(name)
     dataset = task.metadata.dataset
-    if hub_offline() and not dataset_is_cached(dataset["path"], dataset.get("revision")):
+    path, revision = dataset["path"], dataset.get("revision")
+    if dataset_is_cached(path, revision):
+        return task
+    reason = "this machine is offline (HF_HUB_OFFLINE=1)" if hub_offline() else _hub_unreachable(path, revision)
+    if reason:
         raise FileNotFoundError(
-            f"mteb task {name} needs the Hub dataset {dataset['path']} (revision {dataset.get('revision')}), which "
-            "is not in the local cache, and this machine is offline (HF_HUB_OFFLINE=1). Run it once where the Hub is "
-            "reachable (or copy the cache, HF_HOME), or evaluate on a local BEIR folder instead "
-            f"(--task PATH or one of {', '.join(LOCAL_TASKS)})."
+            f"mteb task {name} needs the Hub dataset {path} (revision {revision}), which is not in the local cache, "
+            f"and {reason}. Run it once where the Hub is reachable (or copy the cache, HF_HOME), or evaluate on a "
+            f"local BEIR folder instead (--task PATH or one of {', '.join(LOCAL_TASKS)})."
         )
     return task
+
+
+def _hub_unreachable(path: str, revision: str | None) -> str | None:
+    """None when the Hub answers for the dataset; otherwise why not (a short pre-flight request)."""
+    from huggingface_hub import HfApi
+
+    try:
+        HfApi().dataset_info(path, revision=revision, timeout=15)
+    except Exception as error:  # connection errors, DNS failures, HTTP errors: all mean "cannot download"
+        return f"the Hub cannot be reached ({type(error).__name__})"
+    return None
