@@ -78,9 +78,9 @@ def load_eval(data: Path, name: str):
     return beir, doc_ids, query_ids
 
 
-def encode_sets(model, tokenizer, data: Path, tag: str, batch_size: int) -> dict:
+def encode_sets(model, tokenizer, data: Path, tag: str, batch_size: int, names: tuple[str, ...] = EVAL_SETS) -> dict:
     sets = {}
-    for name in EVAL_SETS:
+    for name in names:
         beir, doc_ids, query_ids = load_eval(data, name)
         docs = encode(model, tokenizer, [document_text(beir.corpus[d]) for d in doc_ids],
                       ROOT / "cache" / tag / f"{name}-corpus.npy", batch_size)
@@ -155,14 +155,15 @@ def decoder_part(args: argparse.Namespace) -> dict:
         if basis is None:
             unembedding = find_unembedding(model)
             _, basis = gram_basis(unembedding.weight, unembedding.exclude_rows)
-        sets = encode_sets(model, tokenizer, args.data, f"smollm2-{prompt or 'plain'}", args.batch_size)
+        sets = encode_sets(model, tokenizer, args.data, f"smollm2-{prompt or 'plain'}-{args.decoder_max_length}",
+                           args.batch_size, tuple(args.decoder_sets))
         for ratio in RATIOS:
             m = band_size(basis.shape[0], ratio=ratio)
             rows.append({"method": f"{prompt or 'last token, no prompt'}", "tau": ratio, "k": m,
                          **ndcg(sets, embedfilter_map(basis, m))})
         say(f"decoder {prompt} done")
     return {"model": "SmolLM2-135M-Instruct (DumpEmbed K=0, last-token pooling, zero-shot)",
-            "max_length": args.decoder_max_length, "rows": rows}
+            "max_length": args.decoder_max_length, "sets": list(args.decoder_sets), "rows": rows}
 
 
 def main() -> None:
@@ -171,6 +172,8 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--decoder-max-length", type=int, default=256,
                         help="token limit of the decoder inputs before the prompt is composed (default 256)")
+    parser.add_argument("--decoder-sets", nargs="+", default=list(EVAL_SETS), choices=EVAL_SETS,
+                        help="evaluation sets of the decoder part (default: all three)")
     parser.add_argument("--decoder", action="store_true", help="also run the decoder part")
     parser.add_argument("--decoder-only", action="store_true", help="only the decoder part")
     parser.add_argument("--threads", type=int, default=2)
