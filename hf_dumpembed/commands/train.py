@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 DESCRIPTION = """\
 Fine-tune a DumpEmbed model with the [DUMP] paper's recipe: InfoNCE on cosine similarity (scale 20) with
@@ -32,7 +33,8 @@ def _train(args: argparse.Namespace) -> None:
         overrides["output"] = args.output
     config = load_config(args.config, overrides)
     out = train(config, resume=args.resume)
-    say(f"Wrote {out}")
+    if int(os.environ.get("RANK", "0")) == 0:  # under torchrun only rank 0 writes, and says so
+        say(f"Wrote {out}")
 
 
 def register(commands: argparse._SubParsersAction) -> None:

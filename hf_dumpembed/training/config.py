@@ -96,7 +96,7 @@ class HyperParameters:
     loss: Literal["cached_mnrl", "mnrl"] = "cached_mnrl"
     scale: float = 20.0
     batch_size: int = 256  # per device; the global batch is batch_size x world size
-    mini_batch_size: int = 32
+    mini_batch_size: int | None = None  # GradCache chunk; None = min(32, batch_size)
     learning_rate: float = 1e-4
     warmup_ratio: float = 0.05
     weight_decay: float = 0.0
@@ -249,6 +249,8 @@ def validate(config: TrainConfig) -> TrainConfig:
             if extra:
                 raise ConfigError(f"data[{i}].columns: unknown role(s) {extra}; roles are anchor, positive, negatives.")
         _positive(data.mining.batch_size, f"data[{i}].mining.batch_size")
+    if hp.mini_batch_size is None:
+        hp = dataclasses.replace(hp, mini_batch_size=min(32, hp.batch_size))
     for key in ("scale", "batch_size", "mini_batch_size", "learning_rate", "epochs", "save_steps", "logging_steps"):
         _positive(getattr(hp, key), f"training.{key}")
     _positive(hp.max_steps, "training.max_steps")
@@ -270,6 +272,7 @@ def validate(config: TrainConfig) -> TrainConfig:
     )
     return dataclasses.replace(
         config,
+        training=hp,
         model=dataclasses.replace(model, backbone=_resolve(model.backbone), init_from=_resolve(model.init_from)),
         data=data,
         output=str(Path(config.output).expanduser().resolve()),
