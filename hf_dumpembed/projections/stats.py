@@ -17,7 +17,7 @@ import torch
 logger = logging.getLogger(__name__)
 
 
-def as_float_array(batch: np.ndarray | torch.Tensor, dim: int | None = None) -> np.ndarray:
+def as_float_array(batch: np.ndarray | torch.Tensor, dim: int | None = None, check_finite: bool = True) -> np.ndarray:
     """A 2-D float array view of ``batch``; refuses NaN/inf and a wrong width with a clear error."""
     if isinstance(batch, torch.Tensor):
         batch = batch.detach().cpu().numpy()
@@ -28,7 +28,7 @@ def as_float_array(batch: np.ndarray | torch.Tensor, dim: int | None = None) -> 
         batch = batch.astype(np.float64)
     if dim is not None and batch.shape[1] != dim:
         raise ValueError(f"embeddings have {batch.shape[1]} dimensions; these statistics expect {dim}.")
-    if not np.isfinite(batch).all():
+    if check_finite and not np.isfinite(batch).all():
         bad = int((~np.isfinite(batch)).any(axis=1).sum())
         raise ValueError(
             f"{bad} embedding row(s) contain NaN or inf; nothing was accumulated from this batch. Check the "
@@ -53,12 +53,16 @@ class StreamingStats:
 
     def update(self, batch: np.ndarray | torch.Tensor) -> StreamingStats:
         """Add a batch of rows (n_b, d). Returns self."""
-        batch = as_float_array(batch, self.dim)
+        batch = as_float_array(batch, self.dim, check_finite=False)
         if len(batch) == 0:
             return self
         x = np.ascontiguousarray(batch, dtype=np.float64)
+        column_sums = x.sum(axis=0)
+        if not np.isfinite(column_sums).all():  # NaN/inf anywhere makes its column sum non-finite
+            as_float_array(batch, self.dim)  # raises, naming the bad rows; nothing has been accumulated
+            raise ValueError("embedding values are too large: their float64 sums overflow.")
         self.count += len(x)
-        self.sum += x.sum(axis=0)
+        self.sum += column_sums
         # numpy dispatches x.T @ x on one buffer to BLAS syrk (half the flops of a general product).
         self.sum_outer += x.T @ x
         return self
