@@ -108,6 +108,40 @@ def evaluate_all(runs: dict[str, dict], tasks: list[str], out: Path, batch_size:
     return cache
 
 
+def evaluate_as_trained(args: argparse.Namespace, out: Path) -> dict[str, dict]:
+    """Evaluate each (K, seed) model once its folder is complete, while another process trains the rest."""
+    runs: dict[str, dict] = {}
+    names = [f"K{k}-seed{seed}" for seed in args.seeds for k in args.ks]
+    while len(runs) < len(names):
+        for name in names:
+            folder = out / name
+            if name in runs or not (folder / "training" / "bench_wall_s.txt").exists():
+                continue
+            info = json.loads((folder / "config.json").read_text())["training_info"]
+            wall = float((folder / "training" / "bench_wall_s.txt").read_text())
+            runs[name] = {"k": int(name[1:].split("-")[0]), "seed": info["seed"], "path": str(folder),
+                          "steps": info["steps"], "wall_s": wall}
+            evaluate_all({name: runs[name]}, args.tasks, out, args.eval_batch)
+        if len(runs) < len(names):
+            time.sleep(30)
+    return runs
+
+
+def finished_runs(out: Path) -> dict[str, dict]:
+    """Every finished (K, seed) run and untrained model under ``out``."""
+    runs = {}
+    for folder in sorted(out.glob("K*-*")):
+        if folder.name.endswith("-untrained") and (folder / "modules.json").exists():
+            runs[folder.name] = {"k": int(folder.name[1:].split("-")[0]), "seed": None, "path": str(folder),
+                                 "steps": 0, "wall_s": 0.0}
+        elif (folder / "training" / "bench_wall_s.txt").exists():
+            info = json.loads((folder / "config.json").read_text())["training_info"]
+            runs[folder.name] = {"k": int(folder.name[1:].split("-")[0]), "seed": info["seed"], "path": str(folder),
+                                 "steps": info["steps"],
+                                 "wall_s": float((folder / "training" / "bench_wall_s.txt").read_text())}
+    return runs
+
+
 def table(runs: dict[str, dict], metrics: dict, tasks: list[str], ks: list[int]) -> str:
     names = [Path(t).name for t in tasks]
 
@@ -116,12 +150,13 @@ def table(runs: dict[str, dict], metrics: dict, tasks: list[str], ks: list[int])
             return f"{values[0]:.4f}"
         return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
 
-    lines = ["| model | seeds | steps | " + " | ".join(names) + " | mean | rel. gain vs K=0 (mean) |",
+    lines = ["| model | runs | steps | " + " | ".join(names) + " | mean | rel. gain vs K=0 (mean) |",
              "|---|---|---|" + "---|" * (len(names) + 2)]
     base_mean = None
     for trained in (False, True):
         for k in ks if trained else sorted({0, *ks}):
-            chosen = [r for n, r in runs.items() if r["k"] == k and (r["seed"] is not None) == trained]
+            chosen = [r for r in runs.values() if r["k"] == k and (r["seed"] is not None) == trained
+                      and all(f"{Path(r['path']).name}|{t}" in metrics for t in names)]
             if not chosen:
                 continue
             per_task = [[metrics[f"{Path(r['path']).name}|{t}"]["ndcg_at_10"] for r in chosen] for t in names]
@@ -152,13 +187,24 @@ def main() -> None:
     parser.add_argument("--eval-batch", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--skip-eval", action="store_true", help="only train")
+    parser.add_argument("--table-only", action="store_true",
+                        help="print the table of the runs and metrics already under --out (nothing is computed)")
+    parser.add_argument("--eval-only", action="store_true",
+                        help="evaluate runs as another process finishes training them (polls until all are done)")
     parser.add_argument("--out", default="runs/bench_train")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     torch.set_num_threads(args.threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    runs = train_all(args, out)
+    if args.table_only:
+        report = table(finished_runs(out), json.loads((out / "metrics.json").read_text()), args.tasks, args.ks)
+        sys.stdout.write(report)
+        return
+    if args.eval_only:
+        runs = evaluate_as_trained(args, out)
+    else:
+        runs = train_all(args, out)
     runs.update(untrained(args, out))
     (out / "runs.json").write_text(json.dumps(runs, indent=2) + "\n")
     if args.skip_eval:

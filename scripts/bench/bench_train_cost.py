@@ -1,0 +1,167 @@
+"""Training cost of [DUMP] tokens and of GradCache, on all-MiniLM-L6-v2 with real StdlibCodeTrain text.
+
+``step``: one optimizer step (CachedMultipleNegativesRankingLoss + AdamW) for K = 0 and K > 0 models on the
+same batches, interleaved with the order rotated each repeat; median seconds per step, their ratio, and the
+goal 1 + 1.5 K / L at the batch's mean token length L (without [DUMP] tokens).
+
+``memory``: peak resident memory added by one training step at a given global batch, plain
+MultipleNegativesRankingLoss vs the cached loss at several ``mini_batch_size`` values; each configuration runs
+in its own fresh process (VmHWM is a high-water mark), and the figure is the peak during the step minus
+the resident memory just before it (activations + gradients + optimizer state).
+
+    python scripts/bench/bench_train_cost.py step --ks 0 4 --batch 8 --repeats 5
+    python scripts/bench/bench_train_cost.py memory --batch 256 --mini-batches 8 32 128 --max-length 32
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+logger = logging.getLogger("bench_train_cost")
+
+
+def triplets(folder: str, count: int) -> list[tuple[str, str, str]]:
+    """(docstring, function source, another function's source) from a BEIR training folder."""
+    from hf_dumpembed.beir import load_beir
+
+    data = load_beir(folder, "train")
+    pairs = [(data.queries[q], data.document_text(d)) for q, judged in data.qrels.items() for d in judged][:count + 1]
+    return [(q, d, pairs[i + 1][1]) for i, (q, d) in enumerate(pairs[:count])]
+
+
+def build_model(out: Path, k: int, max_length: int) -> Path:
+    from hf_dumpembed.builder import BuildOptions, build
+    from hf_dumpembed.training.trainer import resolve_backbone
+
+    folder = out / f"minilm-K{k}-len{max_length}"
+    if not (folder / "modules.json").exists():
+        build(resolve_backbone("embedded:encoder"), folder,
+              BuildOptions(num_dump_tokens=k, pooling="mean", max_seq_length=max_length), overwrite=True)
+    return folder
+
+
+def train_step(model, loss_fn, optimizer, batch: list[tuple[str, str, str]]) -> float:  # noqa: ANN001
+    start = time.perf_counter()
+    features = [model.tokenize([row[i] for row in batch]) for i in range(3)]
+    loss = loss_fn(features, None)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    return time.perf_counter() - start
+
+
+def bench_step(args: argparse.Namespace) -> dict:
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.losses import CachedMultipleNegativesRankingLoss
+
+    out = Path(args.out)
+    rows = triplets(args.train, args.batch * (args.repeats + 1))
+    batches = [rows[i * args.batch:(i + 1) * args.batch] for i in range(args.repeats + 1)]
+    setups = {}
+    for k in args.ks:
+        model = SentenceTransformer(str(build_model(out, k, args.max_length)), trust_remote_code=True, device="cpu")
+        loss_fn = CachedMultipleNegativesRankingLoss(model, scale=20.0, mini_batch_size=args.mini_batch)
+        setups[k] = (model, loss_fn, torch.optim.AdamW(model.parameters(), lr=1e-4))
+    times: dict[int, list[float]] = {k: [] for k in args.ks}
+    for repeat, batch in enumerate(batches):
+        order = args.ks[repeat % len(args.ks):] + args.ks[:repeat % len(args.ks)]
+        for k in order:
+            seconds = train_step(*setups[k], batch)
+            if repeat > 0:  # the first batch warms up allocators and caches
+                times[k].append(seconds)
+            logger.info("repeat %d K=%d %.2f s", repeat, k, seconds)
+    base_model = setups[args.ks[0]][0]
+    masks = [base_model.tokenize([r[i] for r in rows])["attention_mask"] for i in range(3)]
+    mean_length = float(torch.cat([m.sum(dim=1) for m in masks]).float().mean())
+    base = statistics.median(times[args.ks[0]])
+    result = {"mean_length_K0": mean_length, "batch": args.batch, "mini_batch": args.mini_batch,
+              "max_length": args.max_length, "repeats": args.repeats, "threads": torch.get_num_threads(),
+              "models": {}}
+    for k in args.ks:
+        median = statistics.median(times[k])
+        result["models"][k] = {"median_s": median, "ratio": median / base,
+                               "goal": 1 + 1.5 * k / mean_length, "times": times[k]}
+    return result
+
+
+def memory_child(args: argparse.Namespace) -> dict:
+    """One configuration in this fresh process: peak RSS added by one training step."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.losses import (
+        CachedMultipleNegativesRankingLoss,
+        MultipleNegativesRankingLoss,
+    )
+
+    model = SentenceTransformer(str(build_model(Path(args.out), args.ks[0], args.max_length)),
+                                trust_remote_code=True, device="cpu")
+    rows = triplets(args.train, args.batch)
+    if args.mini_batch == 0:
+        loss_fn = MultipleNegativesRankingLoss(model, scale=20.0)
+    else:
+        loss_fn = CachedMultipleNegativesRankingLoss(model, scale=20.0, mini_batch_size=args.mini_batch)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS (Linux >= 4.0)
+    before_kib = _status_kib("VmRSS")
+    seconds = train_step(model, loss_fn, optimizer, rows)
+    peak_kib = _status_kib("VmHWM")
+    return {"loss": "plain" if args.mini_batch == 0 else f"cached mbs={args.mini_batch}", "batch": args.batch,
+            "rss_before_mib": before_kib / 1024, "peak_mib": peak_kib / 1024,
+            "step_peak_added_mib": (peak_kib - before_kib) / 1024, "step_s": seconds}
+
+
+def _status_kib(field: str) -> int:
+    """VmRSS (now) or VmHWM (peak of this process image; unlike ru_maxrss it does not carry over exec)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def bench_memory(args: argparse.Namespace) -> list[dict]:
+    build_model(Path(args.out), args.ks[0], args.max_length)  # once, outside the measured processes
+    results = []
+    for mini_batch in [0, *args.mini_batches]:
+        command = [sys.executable, __file__, "memory-child", "--mini-batch", str(mini_batch), "--batch",
+                   str(args.batch), "--max-length", str(args.max_length), "--ks", str(args.ks[0]), "--train",
+                   args.train, "--out", args.out, "--threads", str(args.threads)]
+        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        logger.info("%s", results[-1])
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("mode", choices=["step", "memory", "memory-child"])
+    parser.add_argument("--ks", type=int, nargs="+", default=[0, 4])
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--mini-batch", type=int, default=16)
+    parser.add_argument("--mini-batches", type=int, nargs="+", default=[8, 32, 128])
+    parser.add_argument("--max-length", type=int, default=128)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--train", default="data/StdlibCodeTrain")
+    parser.add_argument("--out", default="runs/bench_train_cost")
+    parser.add_argument("--json", default=None, help="also write the result here")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
+    torch.set_num_threads(args.threads)
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    result = {"step": bench_step, "memory": bench_memory, "memory-child": memory_child}[args.mode](args)
+    text = json.dumps(result, indent=2)
+    if args.json:
+        Path(args.json).write_text(text + "\n")
+    sys.stdout.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
