@@ -71,6 +71,17 @@ def test_trained_folder_loads_everywhere_with_the_prefix(trained: Path) -> None:
     assert st.max_seq_length == 32
 
 
+def test_trained_folder_exports_to_stock_st_and_renders_its_card(trained: Path, tmp_path: Path) -> None:
+    from hf_dumpembed.export import export_stock_st
+    from hf_dumpembed.verify import check_load_paths
+
+    stock = export_stock_st(trained, tmp_path / "stock")
+    report = check_load_paths(trained, stock_export_dir=stock, include_mteb=False)
+    assert report.ok, report.describe()
+    card = (trained / "README.md").read_text()
+    assert "fine-tuned on `toy`" in card and "CachedMultipleNegativesRankingLoss" in card
+
+
 def test_trained_folder_records_the_run(trained: Path) -> None:
     info = json.loads((trained / "config.json").read_text())["training_info"]
     assert set(info) == {"datasets", "loss", "hyperparameters", "seed", "steps", "trained_at"}
@@ -98,13 +109,14 @@ def test_resolved_config_reproduces_the_run_config(trained: Path) -> None:
 def test_cli_trains_k0_through_the_same_code(tiny_bert: Path, toy_data: Path, tmp_path: Path) -> None:
     import yaml
 
-    raw = run_config(tiny_bert, toy_data, tmp_path / "k0", max_steps=2)
+    raw = run_config(tiny_bert, toy_data, tmp_path / "k0", max_steps=2, gradient_checkpointing=True)
     raw["model"]["num_dump_tokens"] = 0
     config_file = tmp_path / "run.yaml"
     config_file.write_text(yaml.safe_dump(raw))
     cli_main(["train", str(config_file)])
     config = json.loads((tmp_path / "k0" / "config.json").read_text())
     assert config["num_dump_tokens"] == 0 and config["training_info"]["steps"] == 2
+    assert config["training_info"]["hyperparameters"]["gradient_checkpointing"] is True
     st = SentenceTransformer(str(tmp_path / "k0"), trust_remote_code=True, device="cpu")
     assert st.encode(["hello"]).shape == (1, 32)
     with pytest.raises(SystemExit, match="already holds a trained model|already exists"):
