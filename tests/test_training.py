@@ -194,3 +194,16 @@ def test_resume_refuses_a_changed_config(tiny_bert: Path, toy_data: Path, tmp_pa
                                           learning_rate=1e-3))
     with pytest.raises(ValueError, match="config differs"):
         train(changed, resume=True)
+
+
+def test_a_checkpoint_interrupted_while_saving_is_skipped(tmp_path: Path) -> None:
+    from hf_dumpembed.training.trainer import last_complete_checkpoint
+
+    for step in (2, 4, 10):
+        (tmp_path / f"checkpoint-{step}").mkdir()
+    (tmp_path / "checkpoint-2" / "trainer_state.json").write_text("{}")
+    (tmp_path / "checkpoint-4" / "trainer_state.json").write_text("{}")
+    (tmp_path / "checkpoint-10" / "model.safetensors").write_text("partial")
+    assert last_complete_checkpoint(tmp_path) == str(tmp_path / "checkpoint-4")
+    assert not (tmp_path / "checkpoint-10").exists() and (tmp_path / "checkpoint-2").exists()
+    assert last_complete_checkpoint(tmp_path / "missing") is None

@@ -24,7 +24,6 @@ from typing import Any
 
 import torch
 from transformers import TrainerCallback
-from transformers.trainer_utils import get_last_checkpoint
 
 from ..builder import BuildOptions, build, save_dump_model
 from ..card import write_card
@@ -171,6 +170,26 @@ def environment() -> dict[str, Any]:
     }
 
 
+def last_complete_checkpoint(folder: Path) -> str | None:
+    """The newest checkpoint whose ``trainer_state.json`` (the trainer writes it last) is readable.
+
+    A run killed while saving leaves a partial ``checkpoint-N``; it holds nothing usable, so it is removed (by rank
+    0) and the previous checkpoint is used.
+    """
+    if not folder.is_dir():
+        return None
+    numbered = [p for p in folder.glob("checkpoint-*") if p.is_dir() and p.name.split("-", 1)[1].isdigit()]
+    for checkpoint in sorted(numbered, key=lambda p: int(p.name.split("-", 1)[1]), reverse=True):
+        try:
+            json.loads((checkpoint / "trainer_state.json").read_text())
+            return str(checkpoint)
+        except (OSError, ValueError):
+            logger.warning("%s is incomplete (the run was stopped while saving it); removing it.", checkpoint)
+            if int(os.environ.get("RANK", "0")) == 0:
+                shutil.rmtree(checkpoint, ignore_errors=True)
+    return None
+
+
 def check_resumable(config: TrainConfig, resume: bool) -> str | None:
     """The checkpoint to resume from (None: start fresh); refuse to mix runs or to clobber a finished one."""
     output, checkpoints = Path(config.output), config.checkpoint_path
@@ -179,7 +198,7 @@ def check_resumable(config: TrainConfig, resume: bool) -> str | None:
     elif not config.overwrite:
         raise FileExistsError(f"{output} already holds a trained model: this run finished. Choose another output, "
                               "or set overwrite: true to train again.")
-    last = get_last_checkpoint(str(checkpoints)) if checkpoints.is_dir() else None
+    last = last_complete_checkpoint(checkpoints)
     saved = checkpoints / RUN_CONFIG
     if last and not resume:
         raise FileExistsError(
