@@ -88,7 +88,9 @@ def bench_step(args: argparse.Namespace) -> dict:
               "models": {}}
     for k in args.ks:
         median = statistics.median(times[k])
-        result["models"][k] = {"median_s": median, "ratio": median / base,
+        paired = [t / b for t, b in zip(times[k], times[args.ks[0]], strict=True)]  # same batch, adjacent in time
+        result["models"][k] = {"median_s": median, "ratio_of_medians": median / base,
+                               "median_paired_ratio": statistics.median(paired), "paired_ratios": paired,
                                "goal": 1 + 1.5 * k / mean_length, "times": times[k]}
     return result
 
@@ -157,7 +159,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     Path(args.out).mkdir(parents=True, exist_ok=True)
     result = {"step": bench_step, "memory": bench_memory, "memory-child": memory_child}[args.mode](args)
-    text = json.dumps(result, indent=2)
+    text = json.dumps(result) if args.mode == "memory-child" else json.dumps(result, indent=2)
     if args.json:
         Path(args.json).write_text(text + "\n")
     sys.stdout.write(text + "\n")
