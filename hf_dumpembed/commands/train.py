@@ -17,7 +17,8 @@ config.training_info filled and training/{config.yaml,environment.json,data_file
 go to <output>.checkpoints/. After a kill, the same command with --resume continues from the last checkpoint
 (optimizer, scheduler, sampler position, random states) and ends with the same number of steps.
 
-Several devices: torchrun --nproc_per_node N -m hf_dumpembed.cli train CONFIG (or accelerate launch);
+Several devices: torchrun --nproc_per_node N -m hf_dumpembed.cli train CONFIG (or accelerate launch
+--multi_gpu on GPUs);
 in-batch negatives are gathered across devices and only rank 0 writes.
 """
 
