@@ -21,7 +21,7 @@ def _bars(axis, stats: list[TokenStatistics], labels: list[str], values: list[di
         xs = [i + (index - (len(stats) - 1) / 2) * width for i, g in enumerate(groups) if g in value]
         ys = [value[g] for g in groups if g in value]
         axis.bar(xs, ys, width=width, label=label)
-    axis.set_xticks(range(len(groups)), [g.replace("dump", "D") for g in groups], rotation=0)
+    axis.set_xticks(range(len(groups)), [g.replace("dump", "D") for g in groups], fontsize=9)
     axis.set_title(title)
     axis.set_ylabel(ylabel)
     axis.legend(fontsize=8)
