@@ -93,8 +93,9 @@ def evaluate(path: str, task: str, batch_size: int) -> dict[str, float]:
     return retrieval_metrics(queries, docs, query_ids, doc_ids, data.qrels)
 
 
-def evaluate_all(runs: dict[str, dict], tasks: list[str], out: Path, batch_size: int) -> dict:
-    cache_file = out / "metrics.json"
+def evaluate_all(runs: dict[str, dict], tasks: list[str], out: Path, batch_size: int,
+                 metrics_name: str = "metrics.json") -> dict:
+    cache_file = out / metrics_name
     cache = json.loads(cache_file.read_text()) if cache_file.exists() else {}
     for name, run in runs.items():
         for task in tasks:
@@ -121,7 +122,7 @@ def evaluate_as_trained(args: argparse.Namespace, out: Path) -> dict[str, dict]:
             wall = float((folder / "training" / "bench_wall_s.txt").read_text())
             runs[name] = {"k": int(name[1:].split("-")[0]), "seed": info["seed"], "path": str(folder),
                           "steps": info["steps"], "wall_s": wall}
-            evaluate_all({name: runs[name]}, args.tasks, out, args.eval_batch)
+            evaluate_all({name: runs[name]}, args.tasks, out, args.eval_batch, args.metrics)
         if len(runs) < len(names):
             time.sleep(30)
     return runs
@@ -187,6 +188,8 @@ def main() -> None:
     parser.add_argument("--eval-batch", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--skip-eval", action="store_true", help="only train")
+    parser.add_argument("--metrics", default="metrics.json",
+                        help="metrics cache file under --out (a second evaluating process needs its own)")
     parser.add_argument("--table-only", action="store_true",
                         help="print the table of the runs and metrics already under --out (nothing is computed)")
     parser.add_argument("--eval-only", action="store_true",
@@ -198,7 +201,8 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.table_only:
-        report = table(finished_runs(out), json.loads((out / "metrics.json").read_text()), args.tasks, args.ks)
+        metrics = {k: v for f in sorted(out.glob("metrics*.json")) for k, v in json.loads(f.read_text()).items()}
+        report = table(finished_runs(out), metrics, args.tasks, args.ks)
         sys.stdout.write(report)
         return
     if args.eval_only:
@@ -209,7 +213,7 @@ def main() -> None:
     (out / "runs.json").write_text(json.dumps(runs, indent=2) + "\n")
     if args.skip_eval:
         return
-    metrics = evaluate_all(runs, args.tasks, out, args.eval_batch)
+    metrics = evaluate_all(runs, args.tasks, out, args.eval_batch, args.metrics)
     report = table(runs, metrics, args.tasks, args.ks)
     (out / "table.md").write_text(report)
     sys.stdout.write(report)
