@@ -15,6 +15,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .linear import LinearMap, check_dim
+from .stats import gram as product
 
 GRAM_CHUNK_ROWS = 16384
 
@@ -51,7 +52,7 @@ def gram_basis(weight: np.ndarray | torch.Tensor, exclude_rows: Iterable[int] = 
         chunk = np.ascontiguousarray(chunk[keep[start : start + GRAM_CHUNK_ROWS]], dtype=np.float64)
         if not np.isfinite(chunk).all():
             raise ValueError("the unembedding matrix contains NaN or inf.")
-        gram += chunk.T @ chunk
+        gram += product(chunk)
     eigenvalues, eigenvectors = np.linalg.eigh((gram + gram.T) / 2)
     order = np.argsort(eigenvalues)[::-1]
     singular_values = np.sqrt(np.clip(eigenvalues[order], 0.0, None))

@@ -27,6 +27,7 @@ from datetime import date
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from hf_dumpembed.console import say
 
@@ -34,7 +35,7 @@ BATCH = 16384
 
 
 def make_data(path: Path, rows: int, dim: int, seed: int = 0) -> None:
-    if path.exists() and path.stat().st_size == rows * dim * 4:
+    if path.exists() and path.stat().st_size >= rows * dim * 4:  # the first rows of a larger file will do
         return
     rng = np.random.default_rng(seed)
     scales = (1.0 / np.arange(1, dim + 1) ** 0.8).astype(np.float32)
@@ -66,10 +67,10 @@ def run_one(method: str, path: Path, rows: int, dim: int, k: int) -> dict:
     if method in ("floor32", "floor64"):
         acc = np.zeros((dim, dim), dtype=np.float64)
         for i in range(0, rows, BATCH):
-            b = np.asarray(x[i : i + BATCH])
+            b = torch.from_numpy(np.asarray(x[i : i + BATCH]))
             if method == "floor64":
-                b = b.astype(np.float64)
-            acc += b.T @ b
+                b = b.double()
+            acc += (b.T @ b).numpy()
             x._mmap.madvise(mmap.MADV_DONTNEED, i * dim * 4 // mmap.PAGESIZE * mmap.PAGESIZE,
                             len(b) * dim * 4 // mmap.PAGESIZE * mmap.PAGESIZE)
     elif method == "ours":
@@ -116,6 +117,35 @@ def series(methods: list[str], path: Path, rows: int, dim: int, k: int, repeats:
             "ratio_to_floor32": {m: medians[m] / medians["floor32"] for m in methods}}
 
 
+def in_process(path: Path, rows: int, dim: int, k: int, repeats: int) -> dict:
+    """floor64 and the whole fit timed alternately in this one process (same imports, same BLAS threads)."""
+    from hf_dumpembed.projections.spectemp import fit_spectemp
+    from hf_dumpembed.projections.stats import accumulate, eigendecompose
+
+    x = _open(path, rows, dim)
+
+    def floor64() -> None:
+        acc = np.zeros((dim, dim), dtype=np.float64)
+        for i in range(0, rows, BATCH):
+            b = torch.from_numpy(np.asarray(x[i : i + BATCH])).double()
+            acc += (b.T @ b).numpy()
+
+    def ours() -> None:
+        fit_spectemp(eigendecompose(accumulate(x, BATCH)), k)
+
+    times: dict[str, list[float]] = {"floor64": [], "ours": []}
+    for r in range(repeats):
+        pairs = [("floor64", floor64), ("ours", ours)]
+        for name, run in pairs if r % 2 == 0 else pairs[::-1]:
+            start = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - start)
+            say(f"  in-process rows={rows} repeat {r + 1} {name:8s} {times[name][-1]:8.2f} s")
+    medians = {m: statistics.median(t) for m, t in times.items()}
+    ratio = medians["ours"] / medians["floor64"]
+    return {"rows": rows, "times": times, "median_s": medians, "ours_over_floor64": ratio}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -127,13 +157,20 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--data", type=Path, default=Path("runs/bench_fit/embeddings.f32"))
     parser.add_argument("--output", type=Path, default=Path("runs/bench_fit/results.json"))
+    parser.add_argument("--in-process-rows", type=int, default=0,
+                        help="also time floor64 and ours alternately inside one process on this many rows")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         say(json.dumps(run_one(args.worker, args.data, args.rows, args.dim, args.k)))
         return
     args.data.parent.mkdir(parents=True, exist_ok=True)
-    make_data(args.data, args.rows, args.dim)
+    make_data(args.data, max(args.rows, args.in_process_rows), args.dim)
+    if args.rows == 0:  # only the in-process comparison
+        result = in_process(args.data, args.in_process_rows, args.dim, args.k, args.repeats)
+        args.output.write_text(json.dumps(result, indent=2))
+        say(json.dumps(result["median_s"]) + f"  ours/floor64 {result['ours_over_floor64']:.3f}")
+        return
     results = {"date": date.today().isoformat(), "machine": platform.processor() or platform.machine(),
                "cpus": os.cpu_count(), "threads": args.threads, "dim": args.dim, "k": args.k, "batch": BATCH,
                "runs": [series(["floor32", "floor64", "ours"], args.data, args.rows, args.dim, args.k, args.repeats,
@@ -141,6 +178,8 @@ def main() -> None:
     if args.sklearn_rows:
         results["runs"].append(series(["floor32", "floor64", "ours", "sklearn"], args.data, args.sklearn_rows,
                                       args.dim, args.k, args.repeats, args.threads))
+    if args.in_process_rows:
+        results["in_process"] = in_process(args.data, args.in_process_rows, args.dim, args.k, args.repeats)
     args.output.write_text(json.dumps(results, indent=2))
     for run in results["runs"]:
         say(f"rows={run['rows']}")
