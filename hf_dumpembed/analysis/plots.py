@@ -16,15 +16,20 @@ def _group_order(stats: list[TokenStatistics], keys: set[str]) -> list[str]:
 
 def _bars(axis, stats: list[TokenStatistics], labels: list[str], values: list[dict[str, float]], groups: list[str],
           title: str, ylabel: str) -> None:
+    from matplotlib.patches import Patch
+
     width = 0.8 / len(stats)
+    handles = []
     for index, (label, value) in enumerate(zip(labels, values, strict=True)):
         xs = [i + (index - (len(stats) - 1) / 2) * width for i, g in enumerate(groups) if g in value]
         ys = [value[g] for g in groups if g in value]
-        axis.bar(xs, ys, width=width, label=label)
+        # One colour per model in both panels; a model with nothing to show here says so in the legend.
+        axis.bar(xs, ys, width=width, color=f"C{index}")
+        handles.append(Patch(color=f"C{index}", label=label if ys else f"{label} (no such tokens)"))
     axis.set_xticks(range(len(groups)), [g.replace("dump", "D") for g in groups], fontsize=9)
     axis.set_title(title)
     axis.set_ylabel(ylabel)
-    axis.legend(fontsize=8)
+    axis.legend(handles=handles, fontsize=8, loc="best")
 
 
 def plot_token_statistics(stats: list[TokenStatistics], labels: list[str], out: str | Path) -> Path:
