@@ -14,11 +14,11 @@ from . import commands as command_modules
 from .console import say
 
 DESCRIPTION = """\
-Build, export and check DumpEmbed text-embedding models: a tokenizer that prepends K trainable [DUMP]
-tokens, any transformers backbone, pooling, a stored linear projection and L2 normalisation, in one folder
-that loads identically through AutoModel (trust_remote_code=True), SentenceTransformer and MTEB.
+Build, train, fit, evaluate and publish DumpEmbed text-embedding models: a tokenizer that prepends K trainable
+[DUMP] tokens, any transformers backbone, pooling, a stored linear projection (SpecTemp, EmbedFilter, PCA, ...)
+and L2 normalisation, in one folder that loads identically through AutoModel (trust_remote_code=True),
+SentenceTransformer and MTEB. Typical order: build -> train -> fit -> eval -> card -> push.
 """
-
 
 def _build(args: argparse.Namespace) -> None:
     from .builder import BuildOptions, build
