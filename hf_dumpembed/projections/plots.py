@@ -20,10 +20,16 @@ def _pyplot():
     return plt
 
 
-def _save(fig, path: Path) -> None:
+def _finish(fig, ax, path: Path, xlabel: str, ylabel: str, title: str) -> None:
+    """Label the axes, add the legend, write the PNG and free the figure."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    _pyplot().close(fig)
 
 
 def plot_spectrum(eigenvalues: np.ndarray, path: Path, curve: SpecTempCurve | None = None, k: int | None = None,
@@ -41,12 +47,7 @@ def plot_spectrum(eigenvalues: np.ndarray, path: Path, curve: SpecTempCurve | No
             ax.axvline(curve.knee, color="tab:red", lw=1, label=f"knee = {curve.knee}")
     if k is not None:
         ax.axvline(k, color="tab:green", lw=1, label=f"k = {k}")
-    ax.set_xlabel("rank i")
-    ax.set_ylabel("λᵢ")
-    ax.set_title(title)
-    ax.legend(fontsize=8)
-    _save(fig, path)
-    plt.close(fig)
+    _finish(fig, ax, path, xlabel="rank i", ylabel="λᵢ", title=title)
     return path
 
 
@@ -61,12 +62,7 @@ def plot_snr(curve: SpecTempCurve, path: Path, k: int | None = None) -> Path:
         ax.axvline(curve.knee, color="tab:red", lw=1, label=label)
     if k is not None:
         ax.axvline(min(k, curve.t0), color="tab:green", lw=1, label=f"k = {k}")
-    ax.set_xlabel("rank i")
-    ax.set_ylabel("SNR")
-    ax.set_title(f"Signal-to-noise ratio ({curve.mode.value} mode)")
-    ax.legend(fontsize=8)
-    _save(fig, path)
-    plt.close(fig)
+    _finish(fig, ax, path, xlabel="rank i", ylabel="SNR", title=f"Signal-to-noise ratio ({curve.mode.value} mode)")
     return path
 
 
@@ -79,12 +75,8 @@ def plot_gamma(curve: SpecTempCurve, path: Path, k: int | None = None) -> Path:
     if k is not None:
         ax.plot([k], [curve.gamma[k - 1]], "o", color="tab:green", label=f"k = {k}: γ = {curve.gamma[k - 1]:.3f}")
     ax.set_ylim(-0.02, 1.02)
-    ax.set_xlabel("output dimension k")
-    ax.set_ylabel("γ (0 = PCA, 1 = whitening)")
-    ax.set_title("SpecTemp exponent γ(k)")
-    ax.legend(fontsize=8)
-    _save(fig, path)
-    plt.close(fig)
+    _finish(fig, ax, path, xlabel="output dimension k", ylabel="γ (0 = PCA, 1 = whitening)",
+            title="SpecTemp exponent γ(k)")
     return path
 
 
@@ -95,10 +87,5 @@ def plot_band(singular_values: np.ndarray, start: int, m: int, path: Path) -> Pa
     ranks = np.arange(1, len(singular_values) + 1)
     ax.semilogy(ranks, np.maximum(singular_values, 1e-30), lw=1.5, label="singular value σᵢ of W_U")
     ax.axvspan(start + 0.5, start + m + 0.5, color="tab:green", alpha=0.2, label=f"kept band: {m} of {len(ranks)}")
-    ax.set_xlabel("rank i")
-    ax.set_ylabel("σᵢ")
-    ax.set_title("EmbedFilter: unembedding spectrum")
-    ax.legend(fontsize=8)
-    _save(fig, path)
-    plt.close(fig)
+    _finish(fig, ax, path, xlabel="rank i", ylabel="σᵢ", title="EmbedFilter: unembedding spectrum")
     return path
