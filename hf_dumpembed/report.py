@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .evaluation.result_files import read_task_result, result_files
+
 DEFAULT_METRIC = "ndcg_at_10"
 _SEED_RE = re.compile(r"^(?P<method>.+?)[-_]seed(?P<seed>\d+)$")
 _ROW_KEYS = {"method", "k", "seed", "task", "value", "label", "model"}
@@ -45,16 +47,9 @@ def _split_seed(name: str) -> tuple[str, int | None]:
 
 def records_from_mteb(results_dir: Path, metric: str = DEFAULT_METRIC) -> list[Record]:
     """Records of every model revision under an mteb results folder (main split/subset mean per task)."""
-    from mteb.results import TaskResult
-
     records = []
-    files = sorted({p for base in (results_dir, results_dir / "results") for p in base.glob("*/*/*.json")
-                    if p.name != "model_meta.json"})
-    for path in files:
-        try:
-            result = TaskResult.from_disk(path)
-        except Exception as error:  # mteb raises pydantic / JSON errors: name the file
-            raise ValueError(f"{path} is not a valid mteb result file: {error}") from error
+    for path in result_files(results_dir):
+        result = read_task_result(path)
         meta_path = path.parent / "model_meta.json"
         meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
         name = str(meta.get("name") or path.parent.parent.name.replace("__", "/"))

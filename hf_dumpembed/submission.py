@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .assets import EMBEDDED_MODELS
+from .evaluation.result_files import read_task_result
 
 LOADER_KWARGS = {"trust_remote_code": True}
 FRAMEWORK = ["Sentence Transformers", "PyTorch"]
@@ -235,8 +236,6 @@ def write_submission(
 ) -> Path:
     """Write ``OUT/model_meta.py`` (the mteb PR snippet), ``OUT/model_meta.json`` and
     ``OUT/results/<org>__<name>/<revision>/`` (task JSONs + model_meta.json, the results-repo PR)."""
-    from mteb.results import TaskResult
-
     meta = build_model_meta(model_dir, options)
     results_dir, out = Path(results_dir), Path(out)
     folders = _revision_folders(results_dir, meta)
@@ -248,10 +247,7 @@ def write_submission(
             "`hf-dumpembed eval` with the same --model-name/--revision first."
         )
     for path in task_files:
-        try:
-            TaskResult.from_disk(path)
-        except Exception as error:  # mteb raises pydantic / JSON errors: name the file
-            raise ValueError(f"{path} is not a valid mteb result file: {error}") from error
+        read_task_result(path)  # a clear error naming the file when it is not a valid mteb result
     if out.exists() and any(out.iterdir()):
         if not overwrite:
             raise FileExistsError(f"{out} exists and is not empty; pass --overwrite to replace it.")

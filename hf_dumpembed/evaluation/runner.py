@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .presets import DEFAULT_DATA_DIR, expand_task_names, official_task
+from .result_files import TABLE_METRICS
 
 logger = logging.getLogger(__name__)
 
-TABLE_METRICS = {"ndcg_at_10": "nDCG@10", "recall_at_10": "Recall@10", "mrr_at_10": "MRR@10"}
 
 
 @dataclass(frozen=True)

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..evaluation.result_files import TABLE_METRICS, read_task_result, result_files, result_identity
+
 logger = logging.getLogger(__name__)
 
-# The retrieval metrics the card shows next to each task's main score (mteb's score keys), in order.
-METRICS = {"ndcg_at_10": "nDCG@10", "recall_at_10": "Recall@10", "mrr_at_10": "MRR@10"}
+# The retrieval metrics the card shows next to each task's main score.
+METRICS = TABLE_METRICS
 
 
 @dataclass(frozen=True)
@@ -40,37 +41,16 @@ class EvalTable:
         return [key for key in METRICS if all(key in row.metrics for row in self.rows)]
 
 
-def _result_files(results_dir: Path) -> list[Path]:
-    """Task files of mteb's layout under ``results_dir`` (itself, or the ``results/`` inside a ResultCache)."""
-    files: list[Path] = []
-    for base in (results_dir, results_dir / "results"):
-        files += [p for p in base.glob("*/*/*.json") if p.name != "model_meta.json"]
-    return sorted(set(files))
-
-
-def _identity(revision_dir: Path) -> tuple[str, str]:
-    """(model name, revision) from mteb's ``model_meta.json``, else from the folder names as mteb does."""
-    meta_path = revision_dir / "model_meta.json"
-    if meta_path.exists():
-        meta = json.loads(meta_path.read_text())
-        return str(meta["name"]), str(meta.get("revision") or revision_dir.name)
-    return revision_dir.parent.name.replace("__", "/"), revision_dir.name
-
-
 def load_model_results(results_dir: str | Path) -> list[Any]:
     """Every model revision under ``results_dir`` as mteb ``ModelResult`` objects (``TaskResult.from_disk``)."""
-    from mteb.results import ModelResult, TaskResult
+    from mteb.results import ModelResult
 
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
         raise FileNotFoundError(f"The results folder {results_dir} does not exist; run `hf-dumpembed eval` first.")
     grouped: dict[tuple[str, str], list[Any]] = {}
-    for path in _result_files(results_dir):
-        try:
-            task_result = TaskResult.from_disk(path)
-        except Exception as error:  # mteb raises pydantic / JSON errors: name the file
-            raise ValueError(f"{path} is not a valid mteb result file: {error}") from error
-        grouped.setdefault(_identity(path.parent), []).append(task_result)
+    for path in result_files(results_dir):
+        grouped.setdefault(result_identity(path.parent), []).append(read_task_result(path))
     if not grouped:
         raise ValueError(
             f"No mteb results under {results_dir}: expected mteb's layout <model_name>/<revision>/<Task>.json "
