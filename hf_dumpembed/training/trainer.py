@@ -14,11 +14,9 @@ import datetime
 import json
 import logging
 import os
-import platform
 import shutil
 import time
 from collections.abc import Sequence
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +26,7 @@ from transformers import TrainerCallback
 from ..builder import BuildOptions, build, save_dump_model
 from ..card import write_card
 from ..folders import check_output_dir
+from ..machine import machine_info
 from .config import TrainConfig, config_from_dict, save_config
 from .data import DataReport, load_training_data
 
@@ -36,8 +35,6 @@ logger = logging.getLogger(__name__)
 INITIAL_MODEL = "initial-model"
 RUN_CONFIG = "run_config.yaml"
 LOSS_NAMES = {"cached_mnrl": "CachedMultipleNegativesRankingLoss", "mnrl": "MultipleNegativesRankingLoss"}
-_VERSIONED = ("torch", "transformers", "sentence-transformers", "accelerate", "datasets", "tokenizers",
-              "hf_dumpembed")
 
 
 def resolve_backbone(backbone: str) -> str:
@@ -154,20 +151,9 @@ class StepLog(TrainerCallback):
 
 def environment() -> dict[str, Any]:
     """Library versions and the machine the run used (``training/environment.json``)."""
-    versions = {}
-    for name in _VERSIONED:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = None
-    return {
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "libraries": versions,
-        "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
-        "world_size": int(os.environ.get("WORLD_SIZE", "1")),
-        "torch_threads": torch.get_num_threads(),
-    }
+    info = machine_info()
+    info["world_size"] = int(os.environ.get("WORLD_SIZE", "1"))
+    return info
 
 
 def last_complete_checkpoint(folder: Path) -> str | None:
