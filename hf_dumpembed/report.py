@@ -116,17 +116,18 @@ def load_records(inputs: list[str | Path], metric: str = DEFAULT_METRIC) -> list
     return records
 
 
-def _cell(values: list[float], digits: int) -> str:
+def _value(values: list[float]) -> float | dict[str, float]:
+    """One seed: its value; several: ``{"mean", "std"}`` (sample std)."""
     if len(values) == 1:
-        return f"{values[0]:.{digits}f}"
-    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
+        return values[0]
+    return {"mean": statistics.mean(values), "std": statistics.stdev(values)}
 
 
-def markdown_table(records: list[Record], tasks: list[str] | None = None, digits: int = 4,
-                   baseline: str | None = None) -> str:
-    """One row per (method, k), one column per task plus the mean over tasks; cells are mean ± std over seeds
-    (std over the per-seed values; a seed-less method shows its single value). ``baseline`` adds the relative
-    change of each row's mean against that method's mean at the same k (or its only k)."""
+def summary_table(records: list[Record], tasks: list[str] | None = None,
+                  baseline: str | None = None) -> tuple[list[str], list[list[Any]]]:
+    """Header and raw rows of the comparison table (see ``markdown_table``): a cell is a float, ``{"mean",
+    "std"}`` over seeds, "–" where there is nothing, and the baseline column a relative change (0.01 = +1%) or
+    None."""
     if not records:
         raise ValueError("no records to tabulate.")
     tasks = tasks or sorted({r.task for r in records})
@@ -140,34 +141,51 @@ def markdown_table(records: list[Record], tasks: list[str] | None = None, digits
         grouped[key][record.task][record.seed].append(record.value)
     show_k = any(k is not None for _, k in order)
     header = ["method", *(["k"] if show_k else []), "seeds", *tasks, "mean"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     means: dict[tuple[str, int | None], float] = {}
     rows = []
     for key in sorted(order, key=lambda m: (m[1] is None, -(m[1] or 0), order.index(m))):
         by_task = grouped[key]
         seeds = sorted({s for t in by_task.values() for s in t}, key=lambda s: (s is None, s))
-        cells = []
+        cells: list[Any] = []
         per_seed_means = []
         for task in tasks:
             values = [statistics.mean(by_task[task][s]) for s in seeds if by_task[task].get(s)]
-            cells.append(_cell(values, digits) if values else "–")
+            cells.append(_value(values) if values else "–")
         if all(by_task[task].get(s) for task in tasks for s in seeds):
             per_seed_means = [statistics.mean(statistics.mean(by_task[t][s]) for t in tasks) for s in seeds]
-        mean_cell = _cell(per_seed_means, digits) if per_seed_means else "–"
         if per_seed_means:
             means[key] = statistics.mean(per_seed_means)
         seed_text = str(len(seeds)) if seeds != [None] else "–"
         rows.append((key, [key[0], *([str(key[1]) if key[1] is not None else "–"] if show_k else []), seed_text,
-                           *cells, mean_cell]))
-    if baseline:
-        header.append(f"vs {baseline}")
-        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+                           *cells, _value(per_seed_means) if per_seed_means else "–"]))
+    if not baseline:
+        return header, [cells for _, cells in rows]
+    header.append(f"vs {baseline}")
+    table = []
     for key, cells in rows:
+        reference = means.get((baseline, key[1])) or next((v for (m, _), v in means.items() if m == baseline), None)
+        gain = (None if key[0] == baseline or reference is None or key not in means or reference == 0
+                or math.isnan(reference) else means[key] / reference - 1)
+        table.append([*cells, gain])
+    return header, table
+
+
+def _text(cell: Any, digits: int) -> str:
+    if isinstance(cell, dict):
+        return f"{cell['mean']:.{digits}f} ± {cell['std']:.{digits}f}"
+    return f"{cell:.{digits}f}" if isinstance(cell, float) else str(cell)
+
+
+def markdown_table(records: list[Record], tasks: list[str] | None = None, digits: int = 4,
+                   baseline: str | None = None) -> str:
+    """One row per (method, k), one column per task plus the mean over tasks; cells are mean ± std over seeds
+    (std over the per-seed values; a seed-less method shows its single value). ``baseline`` adds the relative
+    change of each row's mean against that method's mean at the same k (or its only k)."""
+    header, rows = summary_table(records, tasks, baseline)
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in rows:
+        cells = [_text(cell, digits) for cell in (row[:-1] if baseline else row)]
         if baseline:
-            reference = means.get((baseline, key[1])) or next(
-                (v for (m, _), v in means.items() if m == baseline), None)
-            gain = ("" if key[0] == baseline or reference is None or key not in means or reference == 0
-                    or math.isnan(reference) else f"{100 * (means[key] / reference - 1):+.2f}%")
-            cells = [*cells, gain]
+            cells.append("" if row[-1] is None else f"{100 * row[-1]:+.2f}%")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

@@ -106,6 +106,13 @@ values; one value when there is one seed). INPUT is any mix of
     is the seed; k = the model's embed_dim);
   - a JSON file of rows: a list, {"rows": [...]}, or an object whose values hold "rows"; a row has "method",
     optional "k" and "seed", and either "task" + the metric (or "value") or one numeric column per task.
+
+--benchmarks DIR renders the whole BENCHMARKS.md instead, from the section records the bench scripts write
+(DIR/<section>.json: title, date, machine, commands, set-up, tables of raw numbers, reading; a quickstart
+summary.json copied there renders as a section too), in the records' order, to --out (default BENCHMARKS.md):
+  hf-dumpembed report --benchmarks scripts/bench/results --out BENCHMARKS.md
+With --check it writes nothing and exits non-zero when --out differs from that render (a hand edit, or a
+record changed without regenerating); tests/test_benchmarks.py checks the committed file.
 """
 
 
@@ -114,6 +121,13 @@ def _report(args: argparse.Namespace) -> None:
 
     from ..report import load_records, markdown_table
 
+    if args.benchmarks:
+        _report_benchmarks(args)
+        return
+    if args.check:
+        raise ValueError("--check goes with --benchmarks DIR (it compares --out with the render of the records).")
+    if not args.inputs:
+        raise ValueError("give INPUT (mteb results folders / JSON row files) or --benchmarks DIR.")
     renames = dict(item.split("=", 1) for item in args.rename or [] if "=" in item)
     bad = [item for item in args.rename or [] if "=" not in item]
     if bad:
@@ -129,6 +143,20 @@ def _report(args: argparse.Namespace) -> None:
         Path(args.out).write_text(table, encoding="utf-8")
         say(f"Wrote {args.out}")
     say(table.rstrip("\n"))
+
+
+def _report_benchmarks(args: argparse.Namespace) -> None:
+    from ..benchmarks import check, write_benchmarks
+
+    if args.inputs:
+        raise ValueError("--benchmarks renders BENCHMARKS.md from its records alone; drop the INPUT arguments.")
+    out = args.out or "BENCHMARKS.md"
+    if args.check:
+        check(args.benchmarks, out)
+        say(f"{out} is the render of {args.benchmarks}")
+        return
+    write_benchmarks(args.benchmarks, out)
+    say(f"Wrote {out} from {args.benchmarks}")
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -197,12 +225,17 @@ def register(commands: argparse._SubParsersAction) -> None:
         "report", help="markdown tables (method x task x k, mean ± std over seeds) from results",
         description=REPORT_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    report.add_argument("inputs", nargs="+", metavar="INPUT", help="mteb results folders and/or JSON row files")
+    report.add_argument("inputs", nargs="*", metavar="INPUT", help="mteb results folders and/or JSON row files")
     report.add_argument("--metric", default="ndcg_at_10", help="score key (default: ndcg_at_10)")
     report.add_argument("--tasks", nargs="+", default=None, help="columns, in order (default: all, sorted)")
     report.add_argument("--baseline", default=None, help="method whose mean the others are compared with (%%)")
     report.add_argument("--rename", action="append", default=None, metavar="OLD=NEW",
                         help="display name for a method (repeatable)")
     report.add_argument("--digits", type=int, default=4, help="decimals (default: 4)")
-    report.add_argument("--out", default=None, help="also write the table to this file")
+    report.add_argument("--out", default=None, help="also write the table to this file (with --benchmarks: the "
+                        "file to write or check, default BENCHMARKS.md)")
+    report.add_argument("--benchmarks", default=None, metavar="DIR", help="render BENCHMARKS.md from the section "
+                        "records in DIR (scripts/bench/results) instead of a table")
+    report.add_argument("--check", action="store_true", help="with --benchmarks: write nothing, exit non-zero when "
+                        "--out differs from the render")
     report.set_defaults(func=_report)
