@@ -7,6 +7,9 @@ the vanilla model measured in the same run. Texts: first paragraphs of CPython s
 human-written English, present on every machine).
 
     python scripts/bench/bench_encode.py --texts 1024 --repeats 5 --output runs/bench_encode.json
+
+It writes its BENCHMARKS.md section record (scripts/bench/results/encode.json) when it finishes;
+--record-only rewrites that record's table from an existing --output file without measuring anything.
 """
 
 from __future__ import annotations
@@ -26,8 +29,10 @@ import torch
 from sentence_transformers import SentenceTransformer
 
 from hf_dumpembed.assets import default_encoder_path
+from hf_dumpembed.benchmarks import Table, command_line, write_record
 from hf_dumpembed.builder import BuildOptions, build
 from hf_dumpembed.export import export_stock_st
+from hf_dumpembed.machine import machine_info
 
 
 def stdlib_docstrings(limit: int) -> list[str]:
@@ -50,6 +55,16 @@ def stdlib_docstrings(limit: int) -> list[str]:
     return texts
 
 
+SECTION, ORDER, TITLE = "encode", 10, "Encode throughput: DumpEmbed vs vanilla sentence-transformers"
+
+
+def record_tables(result: dict) -> list[Table]:
+    """The section's table from the raw results (medians, throughput, ratio to vanilla in the same run)."""
+    return [Table(columns=["model", "median s", "texts/s", "time ratio vs vanilla"],
+                  rows=[[r["model"], r["median_s"], r["texts_per_s"], r["ratio_vs_vanilla"]] for r in result["rows"]],
+                  formats={"median s": 2, "texts/s": 0, "time ratio vs vanilla": 3})]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--texts", type=int, default=1024, help="number of texts (default: 1024)")
@@ -57,7 +72,15 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default: 2)")
     parser.add_argument("--output", type=Path, default=None, help="write the results as JSON here")
+    parser.add_argument("--record-only", action="store_true",
+                        help="measure nothing: rewrite the section record's table from the --output JSON")
     args = parser.parse_args()
+    if args.record_only:
+        if args.output is None or not args.output.is_file():
+            raise SystemExit("--record-only reads the results of an earlier run: give --output FILE.")
+        result = json.loads(args.output.read_text())
+        write_record(SECTION, tables=record_tables(result), date=result["date"], title=TITLE, order=ORDER)
+        return
     torch.set_num_threads(args.threads)
 
     texts = stdlib_docstrings(args.texts)
@@ -98,6 +121,8 @@ def main() -> None:
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(json.dumps(result, indent=2))
+    write_record(SECTION, tables=record_tables(result), commands=[command_line()], machine=machine_info(),
+                 date=result["date"], title=TITLE, order=ORDER)
     print(f"{len(texts)} stdlib docstrings, mean {mean_length:.1f} tokens with K=0 specials; "  # noqa: T201
           f"{args.repeats} repeats, batch {args.batch_size}, {args.threads} threads")
     print("| model | median s | texts/s | time ratio vs vanilla |\n|---|---|---|---|")  # noqa: T201

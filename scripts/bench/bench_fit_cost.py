@@ -10,6 +10,10 @@ Data: synthetic unit vectors with a decaying spectrum (the cost does not depend 
 runs/bench_fit/. Reports medians and ratios to the floors.
 
     python scripts/bench/bench_fit_cost.py --rows 1000000 --dim 1024 --repeats 3 --sklearn-rows 200000
+
+When it finishes it rewrites its BENCHMARKS.md section record (scripts/bench/results/fit-cost.json) from the
+subprocess series (--series-json) and the in-process comparison (--in-process-json) on disk; --record-only does
+only that.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from hf_dumpembed.benchmarks import Table, command_line, write_record
 from hf_dumpembed.console import say
 
 BATCH = 16384
@@ -146,6 +151,43 @@ def in_process(path: Path, rows: int, dim: int, k: int, repeats: int) -> dict:
     return {"rows": rows, "times": times, "median_s": medians, "ours_over_floor64": ratio}
 
 
+SECTION, ORDER, TITLE = "fit-cost", 30, "Post-hoc projections: fit cost vs the XᵀX floor and scikit-learn"
+
+
+def record_tables(series: dict | None, in_proc: dict | None) -> list[Table]:
+    """The subprocess series (medians, ratios to both floors, peak RSS, every repeat) and the in-process pair."""
+    tables = []
+    if series:
+        rows = [[run["rows"], m, run["median_s"][m], run["ratio_to_floor64"][m], run["ratio_to_floor32"][m],
+                 run["peak_rss_mib"][m], run["times"][m]] for run in series["runs"] for m in run["times"]]
+        tables.append(Table(columns=["n", "method", "median s", "× floor64", "× floor32", "peak RSS MiB",
+                                     "all repeats s"], rows=rows, caption="Subprocess series:",
+                            formats={"n": ",", "median s": 1, "× floor64": 2, "× floor32": 2, "peak RSS MiB": 0,
+                                     "all repeats s": 1}))
+    if in_proc:
+        rows = [[in_proc["rows"], m, in_proc["median_s"][m], in_proc["median_s"][m] / in_proc["median_s"]["floor64"],
+                 in_proc["times"][m]] for m in in_proc["times"]]
+        tables.append(Table(columns=["n", "method", "median s", "× floor64", "all repeats s"], rows=rows,
+                            caption="In-process side by side (both timed alternately in one process):",
+                            formats={"n": ",", "median s": 1, "× floor64": 2, "all repeats s": 1},
+                            notes=f"ours / floor64 in one process: **{in_proc['ours_over_floor64']:.2f}×**."))
+    return tables
+
+
+def write_section(series_path: Path, in_process_path: Path, fresh: bool) -> None:
+    from hf_dumpembed.machine import machine_info
+
+    series = json.loads(series_path.read_text()) if series_path.is_file() else None
+    in_proc = json.loads(in_process_path.read_text()) if in_process_path.is_file() else None
+    if series and "in_process" in series:
+        in_proc = series["in_process"]
+    if not series and not in_proc:
+        raise SystemExit(f"no results to record: neither {series_path} nor {in_process_path} exists.")
+    run = ({"command": command_line(), "machine": machine_info(), "date": date.today().isoformat()} if fresh
+           else {"date": (series or {}).get("date")})
+    write_record(SECTION, tables=record_tables(series, in_proc), title=TITLE, order=ORDER, **run)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -159,8 +201,17 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=Path("runs/bench_fit/results.json"))
     parser.add_argument("--in-process-rows", type=int, default=0,
                         help="also time floor64 and ours alternately inside one process on this many rows")
+    parser.add_argument("--series-json", type=Path, default=Path("runs/bench_fit/results.json"),
+                        help="subprocess-series results the section record is built from")
+    parser.add_argument("--in-process-json", type=Path, default=Path("runs/bench_fit/in_process.json"),
+                        help="in-process results the section record is built from (--rows 0 runs write them)")
+    parser.add_argument("--record-only", action="store_true",
+                        help="measure nothing: rewrite the section record from --series-json / --in-process-json")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.record_only:
+        write_section(args.series_json, args.in_process_json, fresh=False)
+        return
     if args.worker:
         say(json.dumps(run_one(args.worker, args.data, args.rows, args.dim, args.k)))
         return
@@ -170,6 +221,7 @@ def main() -> None:
         result = in_process(args.data, args.in_process_rows, args.dim, args.k, args.repeats)
         args.output.write_text(json.dumps(result, indent=2))
         say(json.dumps(result["median_s"]) + f"  ours/floor64 {result['ours_over_floor64']:.3f}")
+        write_section(args.series_json, args.output, fresh=True)
         return
     results = {"date": date.today().isoformat(), "machine": platform.processor() or platform.machine(),
                "cpus": os.cpu_count(), "threads": args.threads, "dim": args.dim, "k": args.k, "batch": BATCH,
@@ -186,6 +238,7 @@ def main() -> None:
         for m, s in run["median_s"].items():
             say(f"  {m:8s} median {s:8.2f} s  ×floor64 {run['ratio_to_floor64'][m]:.2f}  "
                   f"×floor32 {run['ratio_to_floor32'][m]:.2f}  peak RSS {run['peak_rss_mib'][m]:.0f} MiB")
+    write_section(args.output, args.in_process_json, fresh=True)
 
 
 if __name__ == "__main__":

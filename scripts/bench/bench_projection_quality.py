@@ -15,6 +15,9 @@ runs/bench_projection/; scores use hf_dumpembed.evaluation.retrieval_metrics (mt
 
     python scripts/bench/bench_projection_quality.py                 # encoder part
     python scripts/bench/bench_projection_quality.py --decoder-only  # decoder part
+
+Each part writes its BENCHMARKS.md section record (scripts/bench/results/projection.json, decoder-zero-shot.json)
+when it finishes; --record-only rewrites both tables from an existing --output file without computing anything.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import numpy as np
 import torch
 
 from hf_dumpembed.beir import document_text, load_beir
+from hf_dumpembed.benchmarks import Table, command_line, write_record
 from hf_dumpembed.console import say
 from hf_dumpembed.evaluation import retrieval_metrics
 from hf_dumpembed.projections import baselines
@@ -168,6 +172,59 @@ def decoder_part(args: argparse.Namespace) -> dict:
             "max_length": args.decoder_max_length, "sets": list(args.decoder_sets), "rows": rows}
 
 
+ENCODER_SECTION = ("projection", 20, "Post-hoc projections: retrieval quality of every method on real text")
+DECODER_SECTION = ("decoder-zero-shot", 80, "Zero-shot SmolLM2-135M-Instruct: PromptEOL / ECHO × EmbedFilter τ")
+ORACLE_LABEL = "*oracle γ\\* (per set, chosen on the test set)*"
+PROMPT_LABELS = {"last token, no prompt": "last token, no prompt", "prompteol": "PromptEOL (last token)",
+                 "echo": "ECHO (mean over 2nd copy)"}
+
+
+def encoder_table(part: dict) -> Table:
+    """k × method rows (the oracle's per-set rows merged into one), nDCG@10 per set and the mean."""
+    columns = ["k", "method", "γ", *EVAL_SETS, "mean"]
+    rows = []
+    for k in DIMS:
+        at_k = [r for r in part["rows"] if r["k"] == k]
+        oracle = [r for r in at_k if r["method"].startswith("oracle")]
+        for row in at_k:
+            if row["method"].startswith("oracle"):
+                if row is oracle[0]:
+                    gammas = "/".join(f"{r['gamma']:.2f}" for r in oracle)
+                    rows.append([k, ORACLE_LABEL, gammas,
+                                 *(next(r[n] for r in oracle if n in r) for n in (*EVAL_SETS, "mean"))])
+                continue
+            method = ("full dimension (baseline, no projection)" if row["method"] == "full dimension (baseline)"
+                      else row["method"])
+            gamma = f"{row['gamma']:.2f} (knee {row['knee']})" if "knee" in row else None
+            rows.append([k, method, gamma, *(row[n] for n in (*EVAL_SETS, "mean"))])
+    return Table(columns=columns, rows=rows, formats={n: 4 for n in (*EVAL_SETS, "mean")})
+
+
+def decoder_table(part: dict) -> Table:
+    """Prompt mode × EmbedFilter τ, nDCG@10 on the decoder's set(s) (their mean when several)."""
+    ratios = sorted({r["tau"] for r in part["rows"]})
+    dims = {r["tau"]: r["k"] for r in part["rows"]}
+    columns = ["prompt", *(f"τ = {t} (identity, {dims[t]} dims)" if t == 1 else f"τ = {t} ({dims[t]} dims)"
+                           for t in ratios)]
+    rows = []
+    for method in dict.fromkeys(r["method"] for r in part["rows"]):
+        scores = {r["tau"]: r["mean"] for r in part["rows"] if r["method"] == method}
+        rows.append([PROMPT_LABELS.get(method, method), *(scores[t] for t in ratios)])
+    return Table(columns=columns, rows=rows, formats={c: 4 for c in columns[1:]})
+
+
+def write_records(results: dict, parts: tuple[str, ...], fresh: bool) -> None:
+    """The sections of the parts in ``results``; a fresh run also records its command and machine."""
+    from hf_dumpembed.machine import machine_info
+
+    run = {"commands": [command_line()], "machine": machine_info()} if fresh else {}
+    for part, (section, order, title), make in (("encoder", ENCODER_SECTION, encoder_table),
+                                                ("decoder", DECODER_SECTION, decoder_table)):
+        if part in parts and part in results:
+            write_record(section, tables=[make(results[part])], date=results["date"], title=title, order=order,
+                         **run)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=Path("data"))
@@ -180,7 +237,14 @@ def main() -> None:
     parser.add_argument("--decoder-only", action="store_true", help="only the decoder part")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--output", type=Path, default=ROOT / "results.json")
+    parser.add_argument("--record-only", action="store_true",
+                        help="compute nothing: rewrite the section records' tables from the --output JSON")
     args = parser.parse_args()
+    if args.record_only:
+        if not args.output.is_file():
+            raise SystemExit(f"--record-only reads an earlier run's results: {args.output} does not exist.")
+        write_records(json.loads(args.output.read_text()), ("encoder", "decoder"), fresh=False)
+        return
     torch.set_num_threads(args.threads)
     logging.basicConfig(level=logging.WARNING)
     results = json.loads(args.output.read_text()) if args.output.exists() else {}
@@ -192,6 +256,8 @@ def main() -> None:
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(results, indent=2))
     say(f"Wrote {args.output}")
+    parts = (() if args.decoder_only else ("encoder",)) + (("decoder",) if args.decoder or args.decoder_only else ())
+    write_records(results, parts, fresh=True)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,9 @@ the resident memory just before it (activations + gradients + optimizer state).
 
     python scripts/bench/bench_train_cost.py step --ks 0 4 --batch 8 --repeats 5
     python scripts/bench/bench_train_cost.py memory --batch 256 --mini-batches 8 32 128 --max-length 32
+
+After ``step`` / ``memory`` with --json, and in mode ``record`` (which measures nothing), it rewrites its
+BENCHMARKS.md section record (scripts/bench/results/train-cost.json) from --step-json and --memory-json.
 """
 
 from __future__ import annotations
@@ -26,7 +29,10 @@ from pathlib import Path
 
 import torch
 
+from hf_dumpembed.benchmarks import Table, command_line, write_record
+
 logger = logging.getLogger("bench_train_cost")
+SECTION, ORDER, TITLE = "train-cost", 70, "Training cost: step time K = 4 vs K = 0, and GradCache memory"
 
 
 def triplets(folder: str, count: int) -> list[tuple[str, str, str]]:
@@ -141,9 +147,52 @@ def bench_memory(args: argparse.Namespace) -> list[dict]:
     return results
 
 
+def step_table(step: dict) -> Table:
+    """Median seconds per step, the median of the paired (same batch) ratios to the first K, and the goal."""
+    base = min(step["models"], key=int)
+    rows = []
+    for k, model in step["models"].items():
+        spread = (f"{min(model['paired_ratios']):.2f}–{max(model['paired_ratios']):.2f}" if k != base else None)
+        rows.append([f"all-MiniLM-L6-v2 K = {k}", model["median_s"], model["median_paired_ratio"], spread,
+                     model["goal"]])
+    return Table(columns=["model", "median s/step", f"median of paired ratios (K / K={base}, same batch)",
+                          "paired ratios range", "goal 1 + 1.5·K/L"], rows=rows, caption="Step time:",
+                 formats={"median s/step": 2, f"median of paired ratios (K / K={base}, same batch)": 3,
+                          "goal 1 + 1.5·K/L": 3})
+
+
+def memory_table(memory: list[dict]) -> Table:
+    """Peak memory added by one step: the plain loss, then the cached loss by descending mini-batch size."""
+    plain = next(r for r in memory if r["loss"] == "plain")
+    cached = sorted((r for r in memory if r["loss"] != "plain"), key=lambda r: -int(r["loss"].split("=")[1]))
+    rows = [["MultipleNegativesRankingLoss (plain)", "–", plain["step_peak_added_mib"], 1.0]]
+    rows += [["CachedMultipleNegativesRankingLoss", int(r["loss"].split("=")[1]), r["step_peak_added_mib"],
+              r["step_peak_added_mib"] / plain["step_peak_added_mib"]] for r in cached]
+    return Table(columns=["loss", "mini_batch_size", "peak added by the step (MiB)", "vs plain"], rows=rows,
+                 caption="Memory:", formats={"peak added by the step (MiB)": 0, "vs plain": 2})
+
+
+def write_section(step_json: Path, memory_json: Path, fresh: bool, replaces: str | None = None) -> None:
+    from datetime import date
+
+    from hf_dumpembed.machine import machine_info
+
+    tables = []
+    if step_json.is_file():
+        tables.append(step_table(json.loads(step_json.read_text())))
+    if memory_json.is_file():
+        tables.append(memory_table(json.loads(memory_json.read_text())))
+    if not tables:
+        raise SystemExit(f"nothing to record: neither {step_json} nor {memory_json} exists.")
+    run = ({"command": command_line(), "replaces": replaces, "machine": machine_info(),
+            "date": date.today().isoformat()} if fresh else {})
+    write_record(SECTION, tables=tables, title=TITLE, order=ORDER, **run)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=["step", "memory", "memory-child"])
+    parser.add_argument("mode", choices=["step", "memory", "memory-child", "record"],
+                        help="record: rewrite the section record from --step-json and --memory-json only")
     parser.add_argument("--ks", type=int, nargs="+", default=[0, 4])
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--mini-batch", type=int, default=16)
@@ -154,7 +203,14 @@ def main() -> None:
     parser.add_argument("--train", default="data/StdlibCodeTrain")
     parser.add_argument("--out", default="runs/bench_train_cost")
     parser.add_argument("--json", default=None, help="also write the result here")
+    parser.add_argument("--step-json", type=Path, default=Path("runs/bench_train_cost/step9.json"),
+                        help="step results the section record is built from (a `step --json` run replaces it)")
+    parser.add_argument("--memory-json", type=Path, default=Path("runs/bench_train_cost/memory.json"),
+                        help="memory results the section record is built from (a `memory --json` run replaces it)")
     args = parser.parse_args()
+    if args.mode == "record":
+        write_section(args.step_json, args.memory_json, fresh=False)
+        return
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
     torch.set_num_threads(args.threads)
     Path(args.out).mkdir(parents=True, exist_ok=True)
@@ -163,6 +219,9 @@ def main() -> None:
     if args.json:
         Path(args.json).write_text(text + "\n")
     sys.stdout.write(text + "\n")
+    if args.json and args.mode in ("step", "memory"):
+        paths = {"step_json": args.step_json, "memory_json": args.memory_json, f"{args.mode}_json": Path(args.json)}
+        write_section(**paths, fresh=True, replaces=f"python scripts/bench/bench_train_cost.py {args.mode} ")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,10 @@ on) with nDCG@10 from ``hf_dumpembed.evaluation.retrieval_metrics``. Finished ru
 under --out and skipped when the script is run again.
 
     python scripts/bench/bench_train_quality.py --ks 0 4 --seeds 0 1 2 --rows 320 --out runs/bench_train
+
+When it finishes, and with --table-only (which computes nothing), it writes the table of every finished run under
+--out into its BENCHMARKS.md section record: scripts/bench/results/train-mean.json (train-cls.json with
+--pooling cls).
 """
 
 from __future__ import annotations
@@ -21,9 +25,13 @@ from pathlib import Path
 
 import torch
 
+from hf_dumpembed.benchmarks import Table, command_line, render_table, write_record
+
 logger = logging.getLogger("bench_train_quality")
 EVAL_TASKS = ("data/ManPages", "data/PyFAQ", "data/StdlibCode")
 PAPER_GAIN = 2.46
+SECTIONS = {"mean": ("train-mean", 50, "Training with [DUMP] tokens"),
+            "cls": ("train-cls", 60, "Training with [DUMP] tokens and [CLS] pooling (the paper's encoder pooling)")}
 
 
 def run_config(args: argparse.Namespace, k: int, seed: int, out: Path) -> dict:
@@ -143,16 +151,15 @@ def finished_runs(out: Path) -> dict[str, dict]:
     return runs
 
 
-def table(runs: dict[str, dict], metrics: dict, tasks: list[str], ks: list[int]) -> str:
+def table(runs: dict[str, dict], metrics: dict, tasks: list[str], ks: list[int], pooling: str = "mean") -> Table:
+    """Untrained then fine-tuned rows per K: nDCG@10 per task and their mean (mean ± sample std over seeds), and
+    the relative change of the mean against fine-tuned K = 0."""
     names = [Path(t).name for t in tasks]
 
-    def cell(values: list[float]) -> str:
-        if len(values) == 1:
-            return f"{values[0]:.4f}"
-        return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
+    def cell(values: list[float]) -> float | dict[str, float]:
+        return values[0] if len(values) == 1 else {"mean": statistics.mean(values), "std": statistics.stdev(values)}
 
-    lines = ["| model | runs | steps | " + " | ".join(names) + " | mean | rel. gain vs K=0 (mean) |",
-             "|---|---|---|" + "---|" * (len(names) + 2)]
+    rows = []
     base_mean = None
     for trained in (False, True):
         for k in ks if trained else sorted({0, *ks}):
@@ -165,11 +172,34 @@ def table(runs: dict[str, dict], metrics: dict, tasks: list[str], ks: list[int])
             mean = statistics.mean(per_run_mean)
             if trained and k == 0:
                 base_mean = mean
-            gain = f"{100 * (mean / base_mean - 1):+.2f}%" if trained and base_mean else ""
+            gain = mean / base_mean - 1 if trained and base_mean else None
             label = f"K={k} {'fine-tuned' if trained else 'untrained'}"
-            lines.append(f"| {label} | {len(chosen) if trained else '-'} | {chosen[0]['steps']} | "
-                         + " | ".join(cell(v) for v in per_task) + f" | {cell(per_run_mean)} | {gain} |")
-    return "\n".join(lines) + f"\n\nPaper: +{PAPER_GAIN}% relative (average over its retrieval tasks).\n"
+            if k == 0 and not trained and pooling == "mean":
+                label += " (all-MiniLM-L6-v2 itself)"
+            rows.append([label, len(chosen) if trained else "-", chosen[0]["steps"],
+                         *(cell(v) for v in per_task), cell(per_run_mean), gain])
+    return Table(columns=["model", "runs", "steps", *names, "mean", "rel. gain vs K=0 (mean)"], rows=rows,
+                 formats={**{n: 4 for n in names}, "mean": 4, "rel. gain vs K=0 (mean)": "+.2%"})
+
+
+def all_metrics(out: Path) -> dict:
+    """Every metrics cache under ``out`` merged (parallel evaluating processes keep one each)."""
+    return {k: v for f in sorted(out.glob("metrics*.json")) for k, v in json.loads(f.read_text()).items()}
+
+
+def record(args: argparse.Namespace, result: Table, fresh: bool) -> None:
+    """Write this pooling's section record: the table, this command added to the section's commands."""
+    from datetime import date
+
+    from hf_dumpembed.machine import machine_info
+
+    section, order, title = SECTIONS[args.pooling]
+    write_record(section, tables=[result], command=command_line(), title=title, order=order,
+                 **({"machine": machine_info(), "date": date.today().isoformat()} if fresh else {}))
+
+
+def report(result: Table) -> str:
+    return render_table(result) + f"\n\nPaper: +{PAPER_GAIN}% relative (average over its retrieval tasks).\n"
 
 
 def main() -> None:
@@ -191,7 +221,8 @@ def main() -> None:
     parser.add_argument("--metrics", default="metrics.json",
                         help="metrics cache file under --out (a second evaluating process needs its own)")
     parser.add_argument("--table-only", action="store_true",
-                        help="print the table of the runs and metrics already under --out (nothing is computed)")
+                        help="print the table of the runs and metrics already under --out and write it into the "
+                        "section record (nothing is computed)")
     parser.add_argument("--eval-only", action="store_true",
                         help="evaluate runs as another process finishes training them (polls until all are done)")
     parser.add_argument("--out", default="runs/bench_train")
@@ -201,9 +232,9 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.table_only:
-        metrics = {k: v for f in sorted(out.glob("metrics*.json")) for k, v in json.loads(f.read_text()).items()}
-        report = table(finished_runs(out), metrics, args.tasks, args.ks)
-        sys.stdout.write(report)
+        result = table(finished_runs(out), all_metrics(out), args.tasks, args.ks, args.pooling)
+        sys.stdout.write(report(result))
+        record(args, result, fresh=False)
         return
     if args.eval_only:
         runs = evaluate_as_trained(args, out)
@@ -214,9 +245,13 @@ def main() -> None:
     if args.skip_eval:
         return
     metrics = evaluate_all(runs, args.tasks, out, args.eval_batch, args.metrics)
-    report = table(runs, metrics, args.tasks, args.ks)
-    (out / "table.md").write_text(report)
-    sys.stdout.write(report)
+    result = table(runs, metrics, args.tasks, args.ks, args.pooling)
+    (out / "table.md").write_text(report(result))
+    sys.stdout.write(report(result))
+    # The section shows every finished run under --out (earlier invocations' Ks too), as --table-only does.
+    finished = finished_runs(out)
+    record(args, table(finished, all_metrics(out), args.tasks, sorted({r["k"] for r in finished.values()}),
+                       args.pooling), fresh=True)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,214 @@
+"""BENCHMARKS.md as a generated file: records, validation, rendering, --check, the quickstart section."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hf_dumpembed.benchmarks import (
+    Table,
+    add_command,
+    check,
+    format_cell,
+    load_record,
+    load_records,
+    render,
+    render_section,
+    write_record,
+)
+from hf_dumpembed.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+MACHINE = {"cpu": "Test CPU", "cores": 2, "memory_gib": 8.0, "device": "cpu", "python": "3.11.7", "platform": "x",
+           "libraries": {"torch": "2.13.0", "transformers": "5.24.0", "sentence-transformers": "6.2.0"},
+           "torch_threads": 2}
+
+
+def small_record(**changes) -> dict:
+    record = {
+        "section": "demo", "order": 10, "title": "Demo throughput", "date": "2026-11-30",
+        "machine": "2 CPU cores, shared; no GPU",
+        "commands": ["python scripts/bench/demo.py --repeats 3"],
+        "setup": "Text: three sentences.",
+        "tables": [{"caption": "Speed:", "columns": ["model", "median s", "ratio", "repeats s", "score"],
+                    "rows": [["a", 1.23456, 1.0, [1.2, 1.25, 1.3], {"mean": 0.5, "std": 0.01}],
+                             ["b", 2.5, 2.025, [2.4, 2.5], None]],
+                    "formats": {"median s": 2, "ratio": "+.1%", "repeats s": 1, "score": 3},
+                    "notes": "b is slower."}],
+        "reading": "a is faster.",
+    }
+    record.update(changes)
+    return record
+
+
+def write(folder: Path, payload: dict, name: str | None = None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name or payload.get('section', 'quickstart')}.json"
+    path.write_text(json.dumps(payload, ensure_ascii=False))
+    return path
+
+
+def test_small_record_renders_exactly(tmp_path: Path) -> None:
+    record = load_record(write(tmp_path, small_record()))
+    assert render_section(record) == """\
+## Demo throughput
+
+Date: 2026-11-30. Machine: 2 CPU cores, shared; no GPU.
+
+Text: three sentences.
+
+```bash
+python scripts/bench/demo.py --repeats 3
+```
+
+Speed:
+
+| model | median s | ratio | repeats s | score |
+|---|---|---|---|---|
+| a | 1.23 | +100.0% | 1.2, 1.2, 1.3 | 0.500 ± 0.010 |
+| b | 2.50 | +202.5% | 2.4, 2.5 |  |
+
+b is slower.
+
+Reading: a is faster.
+"""
+
+
+def test_cells_and_machine_dicts(tmp_path: Path) -> None:
+    assert format_cell(1234567, ",") == "1,234,567"
+    assert format_cell(0.12345, 4) == "0.1235"
+    assert format_cell("–") == "–"
+    assert format_cell(None) == ""
+    assert format_cell(3) == "3"
+    record = load_record(write(tmp_path, small_record(machine=MACHINE)))
+    assert "Machine: Test CPU, 2 cores, 8 GiB, cpu; torch 2.13.0, transformers 5.24.0" in render_section(record)
+
+
+def test_sections_render_in_order_with_intro(tmp_path: Path) -> None:
+    write(tmp_path, small_record(section="late", order=20, title="Late"))
+    write(tmp_path, small_record(section="early", order=5, title="Early"))
+    text = render(load_records(tmp_path))
+    assert text.startswith("# Benchmarks\n\nEvery figure here was measured")
+    assert text.index("## Early") < text.index("## Late")
+    assert text == render(load_records(tmp_path))  # deterministic
+
+
+@pytest.mark.parametrize(("change", "field", "words"), [
+    ({"title": None}, "title", "must be str"),
+    ({"date": "30/11/2026"}, "date", "YYYY-MM-DD"),
+    ({"commands": []}, "commands", "non-empty"),
+    ({"order": "1"}, "order", "must be int"),
+    ({"order": True}, "order", "must be int"),
+    ({"section": "other"}, "section", "file name"),
+    ({"colour": "red"}, "colour", "not a record field"),
+    ({"tables": [{"columns": ["a", "b"], "rows": [[1]]}]}, "tables[0].rows[0]", "2 cells"),
+    ({"tables": [{"columns": ["a"], "rows": [[{"x": 1}]]}]}, "tables[0].rows[0] (a)", "must be a string"),
+    ({"tables": [{"columns": ["a"], "rows": [], "formats": {"b": 2}}]}, "tables[0].formats.b", "names no column"),
+    ({"tables": [{"columns": ["a"], "rows": [], "formats": {"a": "q!"}}]}, "tables[0].formats.a", "not a valid"),
+])
+def test_validation_errors_name_file_and_field(tmp_path: Path, change: dict, field: str, words: str) -> None:
+    payload = small_record()
+    payload.update(change)
+    if change.get("title", "") is None:
+        del payload["title"]
+        words = "is missing"
+    path = write(tmp_path, payload, name="demo")
+    with pytest.raises(ValueError) as error:
+        load_record(path)
+    assert str(path) in str(error.value)
+    assert f"field {field!r}" in str(error.value)
+    assert words in str(error.value)
+
+
+def test_duplicate_order_and_bad_json_are_errors(tmp_path: Path) -> None:
+    write(tmp_path, small_record(section="one"))
+    write(tmp_path, small_record(section="two"))
+    with pytest.raises(ValueError, match="same order 10"):
+        load_records(tmp_path)
+    (tmp_path / "two.json").write_text("{not json")
+    with pytest.raises(ValueError, match="two.json: not valid JSON"):
+        load_records(tmp_path)
+
+
+def test_check_catches_a_hand_edit_through_the_cli(tmp_path: Path) -> None:
+    records = tmp_path / "results"
+    write(records, small_record())
+    out = tmp_path / "BENCHMARKS.md"
+    main(["report", "--benchmarks", str(records), "--out", str(out)])
+    main(["report", "--benchmarks", str(records), "--out", str(out), "--check"])  # passes: fresh render
+    out.write_text(out.read_text().replace("| a | 1.23 |", "| a | 1.20 |"))
+    with pytest.raises(SystemExit) as error:
+        main(["report", "--benchmarks", str(records), "--out", str(out), "--check"])
+    assert "is not the render" in str(error.value) and "+| a | 1.20 |" in str(error.value)
+    with pytest.raises(SystemExit, match="--check goes with --benchmarks"):
+        main(["report", str(records), "--check"])
+
+
+def test_write_record_keeps_the_prose_and_replaces_tables(tmp_path: Path) -> None:
+    write(tmp_path, small_record())
+    table = Table(columns=["model", "median s"], rows=[["a", 0.9]], formats={"median s": 2})
+    write_record("demo", tables=[table], directory=tmp_path, command="python scripts/bench/demo.py --repeats 5",
+                 replaces="python scripts/bench/demo.py")
+    record = load_record(tmp_path / "demo.json")
+    assert record.tables == [table]
+    assert record.reading == "a is faster." and record.setup == "Text: three sentences."
+    assert record.commands == ["python scripts/bench/demo.py --repeats 5"]
+    assert record.date == "2026-11-30" and record.machine == "2 CPU cores, shared; no GPU"
+    with pytest.raises(ValueError, match="give title, commands, machine, order"):
+        write_record("new", tables=[table], directory=tmp_path)
+    assert add_command(["a 1", "b"], "a 2", replaces="a ") == ["a 2", "b"]
+    assert add_command(["a 1", "b"], "c") == ["a 1", "b", "c"]
+
+
+def quickstart_summary() -> dict:
+    return {
+        "kind": "quickstart", "date": "2026-11-30T14:05:09+00:00", "machine": MACHINE,
+        "command": "hf-dumpembed quickstart --fast", "mode": "fast", "wall_seconds": 151.4,
+        "training": {"data": "data/StdlibCodeTrain", "rows": 64, "steps": 2, "batch_size": 32, "max_seq_length": 128,
+                     "seed": 0},
+        "projection": {"method": "spectemp", "dim": 128, "corpus": "data/StdlibCodeTrain", "num_texts": 512},
+        "tasks": ["PyFAQ", "StdlibCode"], "skipped_tasks": {"ManPages": "not built"},
+        "rows": [
+            {"name": "base", "label": "all-MiniLM-L6-v2", "dim": 384, "texts_per_second": 212.6,
+             "scores": {"PyFAQ": 0.89346, "StdlibCode": 0.53613}, "mean": 0.714795},
+            {"name": "dump4-spectemp", "label": "K=4 + SpecTemp", "dim": 128, "texts_per_second": 220.0,
+             "scores": {"PyFAQ": 0.85, "StdlibCode": None}, "mean": None},
+        ],
+        "steps": [{"name": "train K=4", "seconds": 61.25, "skipped": False},
+                  {"name": "evaluate", "seconds": 0.0, "skipped": True}],
+    }
+
+
+def test_quickstart_summary_renders_first(tmp_path: Path) -> None:
+    write(tmp_path, small_record())
+    write(tmp_path, quickstart_summary(), name="quickstart")
+    text = render(load_records(tmp_path))
+    assert text.index("## Quickstart") < text.index("## Demo throughput")
+    section = text[text.index("## Quickstart"):text.index("## Demo throughput")]
+    assert "Date: 2026-11-30. Machine: Test CPU, 2 cores" in section
+    assert "```bash\nhf-dumpembed quickstart --fast\n```" in section
+    assert "| model | dim | texts/s | PyFAQ | StdlibCode | mean |" in section
+    assert "| all-MiniLM-L6-v2 | 384 | 213 | 0.8935 | 0.5361 | 0.7148 |" in section
+    assert "| K=4 + SpecTemp | 128 | 220 | 0.8500 |  |  |" in section
+    assert "| train K=4 | 61.2 | no |" in section and "| evaluate | 0.0 | yes (saved output reused) |" in section
+    assert "64 pairs of `data/StdlibCodeTrain`, 2 steps at batch 32" in section
+    assert "Skipped: ManPages (not built)." in section
+
+
+def test_quickstart_summary_errors_name_the_field(tmp_path: Path) -> None:
+    summary = quickstart_summary()
+    del summary["training"]["steps"]
+    path = write(tmp_path, summary, name="quickstart")
+    with pytest.raises(ValueError, match=r"quickstart.json: field 'training.steps' is missing"):
+        load_record(path)
+    summary = quickstart_summary()
+    summary["rows"][0]["scores"]["PyFAQ"] = "high"
+    path = write(tmp_path, summary, name="quickstart")
+    with pytest.raises(ValueError, match=r"field 'rows\[0\].scores.PyFAQ' must be a number"):
+        load_record(path)
+
+
+def test_committed_benchmarks_md_is_the_render_of_the_committed_records() -> None:
+    check(ROOT / "scripts" / "bench" / "results", ROOT / "BENCHMARKS.md")
