@@ -175,6 +175,39 @@ def record_from_json(payload: Any, path: Path | str = "<record>") -> BenchRecord
     return BenchRecord(section, order, title, date, machine, list(commands), setup, tables, reading)
 
 
+def _quickstart_rows(rows: Any, tasks: list[str] | None, path: Path | str, key: str) -> Table:
+    """One quickstart result table: nDCG@10 per task, the mean, its change against the first row, dimension and
+    encode speed (``tasks`` None: the union of the rows' score keys, sorted; the mean is then computed here)."""
+    if not isinstance(rows, list):
+        raise _fail(path, key, f"must be a list, got {type(rows).__name__}")
+    parsed = []
+    for i, row in enumerate(rows):
+        where = f"{key}[{i}]."
+        if not isinstance(row, dict):
+            raise _fail(path, f"{key}[{i}]", "must be an object")
+        scores = _expect(row, "scores", dict, path, where)
+        for task, value in scores.items():
+            if value is not None and not _number(value):
+                raise _fail(path, f"{where}scores.{task}", f"must be a number, got {value!r}")
+        parsed.append((_expect(row, "label", str, path, where), _expect(row, "dim", int, path, where),
+                       _expect(row, "texts_per_second", (int, float, type(None)), path, where), scores,
+                       _expect(row, "mean", (int, float, type(None)), path, where) if tasks is not None
+                       else row.get("mean")))
+    columns = tasks if tasks is not None else sorted({t for *_, scores, _ in parsed for t in scores})
+    means = []
+    for *_, scores, mean in parsed:
+        values = [scores.get(t) for t in columns]
+        if mean is None and tasks is None and values and None not in values:
+            mean = sum(values) / len(values)
+        means.append(mean)
+    baseline = f"vs {parsed[0][0]}" if parsed else "vs first row"
+    table_rows = [[label, dim, *(scores.get(t) for t in columns), mean,
+                   None if i == 0 or mean is None or not means[0] else mean / means[0] - 1, speed]
+                  for i, ((label, dim, speed, scores, _), mean) in enumerate(zip(parsed, means, strict=True))]
+    return Table(columns=["model", "dim", *columns, "mean", baseline, "texts/s"], rows=table_rows,
+                 formats={**{t: 4 for t in columns}, "mean": 4, baseline: "+.2%", "texts/s": 0})
+
+
 def record_from_quickstart(summary: dict[str, Any], path: Path | str = "<summary>") -> BenchRecord:
     """The section of a ``hf-dumpembed quickstart`` run, from its ``summary.json``."""
     date = _date(_expect(summary, "date", str, path), path, "date")
@@ -186,29 +219,14 @@ def record_from_quickstart(summary: dict[str, Any], path: Path | str = "<summary
     projection = _expect(summary, "projection", dict, path)
     tasks = _expect(summary, "tasks", list, path)
     skipped = _expect(summary, "skipped_tasks", dict, path)
-    rows = _expect(summary, "rows", list, path)
     steps = _expect(summary, "steps", list, path)
-    for key, kind in (("data", str), ("rows", int), ("steps", int), ("batch_size", int), ("max_seq_length", int),
-                      ("seed", int)):
+    for key, kind in (("data", str), ("rows", int), ("steps", (int, type(None))), ("batch_size", int),
+                      ("max_seq_length", int), ("seed", int)):
         _expect(training, key, kind, path, "training.")
     for key, kind in (("method", str), ("dim", int), ("corpus", str), ("num_texts", int)):
         _expect(projection, key, kind, path, "projection.")
     if not all(isinstance(t, str) for t in tasks):
         raise _fail(path, "tasks", "must be a list of task names")
-    table_rows = []
-    for i, row in enumerate(rows):
-        where = f"rows[{i}]."
-        if not isinstance(row, dict):
-            raise _fail(path, f"rows[{i}]", "must be an object")
-        label = _expect(row, "label", str, path, where)
-        dim = _expect(row, "dim", int, path, where)
-        speed = _expect(row, "texts_per_second", (int, float, type(None)), path, where)
-        scores = _expect(row, "scores", dict, path, where)
-        mean = _expect(row, "mean", (int, float, type(None)), path, where)
-        for task, value in scores.items():
-            if value is not None and not _number(value):
-                raise _fail(path, f"{where}scores.{task}", f"must be a number, got {value!r}")
-        table_rows.append([label, dim, speed, *(scores.get(t) for t in tasks), mean])
     step_rows = []
     for i, step in enumerate(steps):
         where = f"steps[{i}]."
@@ -216,20 +234,26 @@ def record_from_quickstart(summary: dict[str, Any], path: Path | str = "<summary
             raise _fail(path, f"steps[{i}]", "must be an object")
         step_rows.append([_expect(step, "name", str, path, where), _expect(step, "seconds", (int, float), path, where),
                           "yes (saved output reused)" if _expect(step, "skipped", bool, path, where) else "no"])
-    setup = (f"Mode: {mode}; wall time {wall:.0f} s. **Training text:** {training['rows']} pairs of "
-             f"`{training['data']}`, {training['steps']} steps at batch {training['batch_size']}, max length "
-             f"{training['max_seq_length']}, seed {training['seed']}, the same recipe for K = 0 and K = 4. "
+    budget = f"{training['steps']} steps" if training["steps"] is not None else "one epoch"
+    negatives = (f", {training['num_negatives']} mined hard negative(s) per pair"
+                 if isinstance(training.get("num_negatives"), int) else "")
+    setup = (f"Mode: {mode}; wall time {wall:.0f} s for the whole run. **Training text:** {training['rows']} pairs "
+             f"of `{training['data']}`{negatives}, {budget} at batch {training['batch_size']}, max length "
+             f"{training['max_seq_length']}, seed {training['seed']}, the same recipe for every trained model. "
              f"**Projection:** {projection['method']} to {projection['dim']} dimensions, fitted on "
              f"{projection['num_texts']} texts of `{projection['corpus']}`. **Evaluation text** (never trained "
              f"on): {', '.join(tasks)}.")
     if skipped:
         setup += " Skipped: " + "; ".join(f"{name} ({reason})" for name, reason in sorted(skipped.items())) + "."
-    tables = [
-        Table(columns=["model", "dim", "texts/s", *tasks, "mean"], rows=table_rows,
-              caption="nDCG@10 on the held-out tasks, encode speed measured in the same run:",
-              formats={"texts/s": 0, **{t: 4 for t in tasks}, "mean": 4}),
-        Table(columns=["step", "seconds", "resumed"], rows=step_rows, formats={"seconds": 1}),
-    ]
+    main_table = _quickstart_rows(_expect(summary, "rows", list, path), tasks, path, "rows")
+    main_table.caption = "nDCG@10 on the held-out tasks; encode speed measured in the same run:"
+    tables = [main_table]
+    if summary.get("decoder_rows"):
+        decoder = _quickstart_rows(summary["decoder_rows"], None, path, "decoder_rows")
+        decoder.caption = "Zero-shot decoder (`--decoder`), nDCG@10:"
+        tables.append(decoder)
+    tables.append(Table(columns=["step", "seconds", "resumed"], rows=step_rows, formats={"seconds": 1},
+                        caption="Steps (a rerun resumes every step from its saved output):"))
     reading = summary.get("reading", "")
     if not isinstance(reading, str):
         raise _fail(path, "reading", "must be a string (markdown)")

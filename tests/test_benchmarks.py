@@ -163,18 +163,27 @@ def test_write_record_keeps_the_prose_and_replaces_tables(tmp_path: Path) -> Non
 
 
 def quickstart_summary() -> dict:
+    """Shaped like hf_dumpembed.quickstart's summary.json (extra keys such as folder/all_scores are ignored)."""
     return {
         "kind": "quickstart", "date": "2026-11-30T14:05:09+00:00", "machine": MACHINE,
-        "command": "hf-dumpembed quickstart --fast", "mode": "fast", "wall_seconds": 151.4,
-        "training": {"data": "data/StdlibCodeTrain", "rows": 64, "steps": 2, "batch_size": 32, "max_seq_length": 128,
-                     "seed": 0},
+        "command": "hf-dumpembed quickstart --fast --decoder", "mode": "fast", "wall_seconds": 151.4,
+        "training": {"data": "data/StdlibCodeTrain", "rows": 64, "steps": 4, "batch_size": 16, "max_seq_length": 128,
+                     "seed": 0, "num_negatives": 0},
         "projection": {"method": "spectemp", "dim": 128, "corpus": "data/StdlibCodeTrain", "num_texts": 512},
         "tasks": ["PyFAQ", "StdlibCode"], "skipped_tasks": {"ManPages": "not built"},
         "rows": [
-            {"name": "base", "label": "all-MiniLM-L6-v2", "dim": 384, "texts_per_second": 212.6,
-             "scores": {"PyFAQ": 0.89346, "StdlibCode": 0.53613}, "mean": 0.714795},
-            {"name": "dump4-spectemp", "label": "K=4 + SpecTemp", "dim": 128, "texts_per_second": 220.0,
+            {"name": "k0", "label": "MiniLM K=0", "folder": "x", "dim": 384, "texts_per_second": 212.6,
+             "scores": {"PyFAQ": 0.8, "StdlibCode": 0.6}, "mean": 0.7, "all_scores": {}},
+            {"name": "k4", "label": "MiniLM K=4", "dim": 384, "texts_per_second": 200.4,
+             "scores": {"PyFAQ": 0.77, "StdlibCode": 0.63}, "mean": 0.7},
+            {"name": "spectemp", "label": "[DUMP] + SpecTemp k=128", "dim": 128, "texts_per_second": None,
              "scores": {"PyFAQ": 0.85, "StdlibCode": None}, "mean": None},
+        ],
+        "decoder_rows": [
+            {"name": "decoder", "label": "SmolLM2 PromptEOL", "dim": 576, "texts_per_second": 2.5,
+             "scores": {"PyFAQ": 0.25}},
+            {"name": "embedfilter", "label": "SmolLM2 PromptEOL + EmbedFilter τ=2", "dim": 288,
+             "texts_per_second": 2.5, "scores": {"PyFAQ": 0.35}},
         ],
         "steps": [{"name": "train K=4", "seconds": 61.25, "skipped": False},
                   {"name": "evaluate", "seconds": 0.0, "skipped": True}],
@@ -188,12 +197,15 @@ def test_quickstart_summary_renders_first(tmp_path: Path) -> None:
     assert text.index("## Quickstart") < text.index("## Demo throughput")
     section = text[text.index("## Quickstart"):text.index("## Demo throughput")]
     assert "Date: 2026-11-30. Machine: Test CPU, 2 cores" in section
-    assert "```bash\nhf-dumpembed quickstart --fast\n```" in section
-    assert "| model | dim | texts/s | PyFAQ | StdlibCode | mean |" in section
-    assert "| all-MiniLM-L6-v2 | 384 | 213 | 0.8935 | 0.5361 | 0.7148 |" in section
-    assert "| K=4 + SpecTemp | 128 | 220 | 0.8500 |  |  |" in section
+    assert "```bash\nhf-dumpembed quickstart --fast --decoder\n```" in section
+    assert "| model | dim | PyFAQ | StdlibCode | mean | vs MiniLM K=0 | texts/s |" in section
+    assert "| MiniLM K=0 | 384 | 0.8000 | 0.6000 | 0.7000 |  | 213 |" in section
+    assert "| MiniLM K=4 | 384 | 0.7700 | 0.6300 | 0.7000 | +0.00% | 200 |" in section
+    assert "| [DUMP] + SpecTemp k=128 | 128 | 0.8500 |  |  |  |  |" in section
+    assert "| model | dim | PyFAQ | mean | vs SmolLM2 PromptEOL | texts/s |" in section
+    assert "| SmolLM2 PromptEOL + EmbedFilter τ=2 | 288 | 0.3500 | 0.3500 | +40.00% | 2 |" in section
     assert "| train K=4 | 61.2 | no |" in section and "| evaluate | 0.0 | yes (saved output reused) |" in section
-    assert "64 pairs of `data/StdlibCodeTrain`, 2 steps at batch 32" in section
+    assert "64 pairs of `data/StdlibCodeTrain`, 0 mined hard negative(s) per pair, 4 steps at batch 16" in section
     assert "Skipped: ManPages (not built)." in section
 
 
