@@ -224,3 +224,63 @@ def test_quickstart_summary_errors_name_the_field(tmp_path: Path) -> None:
 
 def test_committed_benchmarks_md_is_the_render_of_the_committed_records() -> None:
     check(ROOT / "scripts" / "bench" / "results", ROOT / "BENCHMARKS.md")
+
+
+def bench_script(name: str):
+    """A scripts/bench/ module (they are scripts, not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_scripts_derive_tables_from_raw_results() -> None:
+    cost = bench_script("bench_train_cost")
+    memory = cost.memory_table([
+        {"loss": "plain", "step_peak_added_mib": 4000.0}, {"loss": "cached mbs=8", "step_peak_added_mib": 500.0},
+        {"loss": "cached mbs=128", "step_peak_added_mib": 1000.0}])
+    assert [row[1:] for row in memory.rows] == [["–", 4000.0, 1.0], [128, 1000.0, 0.25], [8, 500.0, 0.125]]
+    step = cost.step_table({"models": {
+        "0": {"median_s": 10.0, "median_paired_ratio": 1.0, "paired_ratios": [1.0, 1.0], "goal": 1.0},
+        "4": {"median_s": 11.0, "median_paired_ratio": 1.05, "paired_ratios": [0.9, 1.2], "goal": 1.08}}})
+    assert step.rows[1] == ["all-MiniLM-L6-v2 K = 4", 11.0, 1.05, "0.90–1.20", 1.08] and step.rows[0][3] is None
+
+    quality = bench_script("bench_train_quality")
+    runs = {f"K{k}-seed{s}": {"k": k, "seed": s, "path": f"r/K{k}-seed{s}", "steps": 9} for k in (0, 4) for s in (0, 1)}
+    metrics = {f"K{k}-seed{s}|T": {"ndcg_at_10": 0.5 + 0.1 * s + (0.01 if k else 0)} for k in (0, 4) for s in (0, 1)}
+    table = quality.table(runs, metrics, ["data/T"], [0, 4])
+    assert table.columns[3] == "T"
+    assert table.rows[0][:3] == ["K=0 fine-tuned", 2, 9] and table.rows[0][-1] == 0.0
+    assert table.rows[1][3]["mean"] == pytest.approx(0.56) and table.rows[1][-1] == pytest.approx(0.01 / 0.55)
+
+    projection = bench_script("bench_projection_quality")
+    rows = [{"method": "full dimension (baseline)", "k": 384, "ManPages": 0.7, "PyFAQ": 0.9, "StdlibCode": 0.5,
+             "mean": 0.7}]
+    rows += [{"method": f"oracle γ* ({name})", "k": 384, "gamma": gamma, name: 0.8}
+             for name, gamma in (("ManPages", 0.05), ("PyFAQ", 0.3), ("StdlibCode", 0.25), ("mean", 0.2))]
+    encoder = projection.encoder_table({"rows": rows})
+    assert encoder.rows[0][1] == "full dimension (baseline, no projection)"
+    assert encoder.rows[1][1:] == [projection.ORACLE_LABEL, "0.05/0.30/0.25/0.20", 0.8, 0.8, 0.8, 0.8]
+
+    fit = bench_script("bench_fit_cost")
+    in_process = fit.record_tables(None, {"rows": 100, "times": {"floor64": [2.0, 4.0], "ours": [3.0, 3.0]},
+                                          "median_s": {"floor64": 3.0, "ours": 3.0}, "ours_over_floor64": 1.0})
+    assert in_process[0].rows == [[100, "floor64", 3.0, 1.0, [2.0, 4.0]], [100, "ours", 3.0, 1.0, [3.0, 3.0]]]
+
+
+def test_analysis_record_lists_every_dump_token(tmp_path: Path) -> None:
+    analysis = {"models": {
+        "K=2": {"num_dump_tokens": 2, "pooling": "mean", "norms": {"cls": 7.0, "dump1": 9.0, "dump2": 9.5,
+                                                                   "stopwords": 3.0, "other": 4.0},
+                "attention_from_stopwords": {"cls": 9000.4, "dump1": 300.0, "dump2": 310.0}},
+        "K=0": {"num_dump_tokens": 0, "pooling": "cls", "norms": {"cls": 6.0, "stopwords": 2.0, "other": 4.5},
+                "attention_from_stopwords": {"cls": 10000.0}}}}
+    (tmp_path / "analysis.json").write_text(json.dumps(analysis))
+    table = bench_script("record_eval_local").analysis_table([tmp_path])
+    assert table.columns[2] == "norm D1..D2"
+    text = render_section(load_record(write(tmp_path, small_record(tables=[{
+        "columns": table.columns, "rows": table.rows, "formats": table.formats}]))))
+    assert "| K=2, mean pooling | 7.00 | 9.00, 9.50 | 3.00 | 4.00 | 9000 | 300, 310 |" in text
+    assert "| K=0, cls pooling | 6.00 | – | 2.00 | 4.50 | 10000 | – |" in text
