@@ -103,11 +103,13 @@ def _valid_cell(value: Any) -> bool:
     return isinstance(value, dict) and set(value) == {"mean", "std"} and all(_number(v) for v in value.values())
 
 
-def _date(value: str, path: Path | str, where: str) -> str:
+def _date(value: str, path: Path | str, where: str, with_time: bool = False) -> str:
+    """The day of ``value`` (``YYYY-MM-DD``; an ISO date-time when ``with_time``)."""
     try:
-        return dt.date.fromisoformat(value[:10]).isoformat()
+        return (dt.datetime.fromisoformat(value).date() if with_time else dt.date.fromisoformat(value)).isoformat()
     except ValueError:
-        raise _fail(path, where, f"must be a date YYYY-MM-DD, got {value!r}") from None
+        expected = "an ISO date-time" if with_time else "a date YYYY-MM-DD"
+        raise _fail(path, where, f"must be {expected}, got {value!r}") from None
 
 
 def _table(payload: Any, path: Path | str, index: int) -> Table:
@@ -210,7 +212,7 @@ def _quickstart_rows(rows: Any, tasks: list[str] | None, path: Path | str, key: 
 
 def record_from_quickstart(summary: dict[str, Any], path: Path | str = "<summary>") -> BenchRecord:
     """The section of a ``hf-dumpembed quickstart`` run, from its ``summary.json``."""
-    date = _date(_expect(summary, "date", str, path), path, "date")
+    date = _date(_expect(summary, "date", str, path), path, "date", with_time=True)
     machine = _expect(summary, "machine", (dict, str), path)
     command = _expect(summary, "command", str, path)
     mode = _expect(summary, "mode", str, path)

@@ -98,6 +98,7 @@ def test_sections_render_in_order_with_intro(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("change", "field", "words"), [
     ({"title": None}, "title", "must be str"),
     ({"date": "30/11/2026"}, "date", "YYYY-MM-DD"),
+    ({"date": "2026-11-30T10:00"}, "date", "YYYY-MM-DD"),
     ({"commands": []}, "commands", "non-empty"),
     ({"order": "1"}, "order", "must be int"),
     ({"order": True}, "order", "must be int"),
