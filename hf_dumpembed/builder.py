@@ -46,6 +46,8 @@ class BuildOptions:
             sentence-transformers setting, else the tokenizer's `model_max_length` capped at the position limit.
         normalize: L2-normalise the output embedding.
         seed: seed of the [DUMP] row initialisation noise.
+        prompt: compose a zero-shot prompt (``prompteol`` or ``echo``) around every text inside the model
+            (causal LMs; PromptEOL pools the last token).
     """
 
     num_dump_tokens: int = 4
@@ -54,6 +56,7 @@ class BuildOptions:
     max_seq_length: int | None = None
     normalize: bool = True
     seed: int = 0
+    prompt: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.num_dump_tokens, int) or self.num_dump_tokens < 0:
@@ -61,6 +64,10 @@ class BuildOptions:
         if self.pooling is not None:
             object.__setattr__(self, "pooling", _choice(Pooling, self.pooling, "pooling"))
         object.__setattr__(self, "init", _choice(DumpInit, self.init, "init"))
+        if self.prompt is not None:
+            from .prompting import prompt_mode
+
+            object.__setattr__(self, "prompt", prompt_mode(self.prompt).value)
         if self.max_seq_length is not None and self.max_seq_length <= self.num_dump_tokens + 2:
             raise ValueError(
                 f"max_seq_length={self.max_seq_length} leaves no room for text after {self.num_dump_tokens} "
@@ -173,6 +180,10 @@ def build_dump_model(
         dump_init=options.init.value,
     )
     dump_model = wrap_backbone(config, model)
+    if options.prompt is not None:
+        from .prompting import set_prompt_mode
+
+        set_prompt_mode(dump_model, tokenizer, options.prompt)
     logger.info(
         "Built DumpEmbed model: backbone %s (%s), K=%d at offset %d, pooling %s, max_seq_length %d",
         backbone, "decoder" if decoder else "encoder", options.num_dump_tokens, dump.offset, pooling.value,

@@ -29,6 +29,7 @@ def _build(args: argparse.Namespace) -> None:
         init=args.init,
         max_seq_length=args.max_seq_length,
         seed=args.seed,
+        prompt=args.prompt,
     )
     out = build(args.backbone, args.out, options, revision=args.revision, overwrite=args.overwrite)
     say(f"Wrote {out}")
@@ -74,19 +75,6 @@ def _assets(args: argparse.Namespace) -> None:
         say(f"decoder  {default_decoder_path()}")
 
 
-def _quickstart(args: argparse.Namespace) -> None:
-    from .quickstart import QuickstartOptions, run_quickstart
-
-    run_quickstart(
-        QuickstartOptions(
-            output_dir=Path(args.output_dir),
-            num_dump_tokens=args.dump_tokens,
-            decoder=args.decoder,
-            overwrite=args.overwrite,
-        )
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hf-dumpembed", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -114,6 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "backbone's sentence-transformers setting, else its position limit)")
     build.add_argument("--revision", default=None, help="Hub revision of BACKBONE")
     build.add_argument("--seed", type=int, default=0, help="seed of the [DUMP] init noise (default: 0)")
+    build.add_argument("--prompt", choices=["prompteol", "echo"], default=None,
+                       help="zero-shot prompt the model composes around every text (causal LMs; PromptEOL pools "
+                            "the last token). `fit --prompt` does the same when fitting a projection")
     build.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
     build.set_defaults(func=_build)
 
@@ -175,20 +166,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     assets.add_argument("--decoder", action="store_true", help="also locate (and convert, once) SmolLM2")
     assets.set_defaults(func=_assets)
-
-    quickstart = commands.add_parser(
-        "quickstart",
-        help="the main job on the embedded default models",
-        description="Build a K=0 baseline and a K=4 [DUMP] model from the embedded all-MiniLM-L6-v2, export the "
-        "stock pipeline, and check AutoModel, SentenceTransformer, MTEB and the export give the same vectors. "
-        "Finished steps are skipped when re-run.",
-    )
-    quickstart.add_argument("--output-dir", default="hf-dumpembed-quickstart",
-                            help="where the models go (default: ./hf-dumpembed-quickstart)")
-    quickstart.add_argument("--dump-tokens", type=int, default=4, metavar="K", help="K (default: 4)")
-    quickstart.add_argument("--decoder", action="store_true", help="also build from SmolLM2-135M-Instruct")
-    quickstart.add_argument("--overwrite", action="store_true", help="redo every step")
-    quickstart.set_defaults(func=_quickstart)
 
     for module in sorted(pkgutil.iter_modules(command_modules.__path__), key=lambda m: m.name):
         importlib.import_module(f"{command_modules.__name__}.{module.name}").register(commands)

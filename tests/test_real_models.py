@@ -79,13 +79,19 @@ def test_missing_asset_package_says_how_to_install(monkeypatch, tmp_path):
         default_decoder_path()
 
 
-def test_quickstart_runs_and_resumes(tmp_path, capsys):
-    options = QuickstartOptions(output_dir=tmp_path / "qs")
-    reports = run_quickstart(options)
-    assert all(report.ok for report in reports.values())
-    assert "All load paths agree" in capsys.readouterr().out
-    run_quickstart(options)
-    assert capsys.readouterr().out.count("already done") == 3
+@pytest.mark.slow
+def test_quickstart_fast_on_the_real_model_and_real_text(tmp_path, capsys):
+    """`quickstart --fast` on all-MiniLM-L6-v2 with the offline collection (StdlibCode from the local stdlib)."""
+    options = QuickstartOptions(output_dir=tmp_path / "qs", data_dir=tmp_path / "data", fast=True,
+                                eval_tasks=("StdlibCode",), progress=False)
+    run = run_quickstart(options)
+    assert [r.row.name for r in run.results] == ["k0", "k4", "spectemp", "pca"]
+    assert [r.dim for r in run.results] == [384, 384, 128, 128]
+    assert all(0.3 < r.ndcg("StdlibCode-100q300d") <= 1.0 for r in run.results)  # trained models retrieve code
+    assert run.parity["spectemp"].ok
+    shown = capsys.readouterr().out
+    assert "[DUMP] + SpecTemp k=128" in shown and "StdlibCode-100q300d" in shown
+    assert (options.output_dir / "summary.json").exists()
 
 
 @pytest.mark.slow

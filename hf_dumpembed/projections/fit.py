@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import shutil
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import Enum
@@ -20,8 +21,8 @@ import numpy as np
 import torch
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
-from ..builder import is_decoder_backbone
 from ..folders import check_output_dir, staged_output
+from ..prompting import PROMPT_TEMPLATES, PromptMode, prompt_mode, set_prompt_mode  # noqa: F401 - re-exported
 from ..remote import DumpEmbedModel
 from ..remote.modeling_dumpembed import SPECTRAL_EPS, DumpProjection, band_matrix, spectral_matrix
 from . import baselines
@@ -47,17 +48,7 @@ class Method(str, Enum):
     RANDOM_PROJECT = "random-project"
 
 
-class PromptMode(str, Enum):
-    PROMPTEOL = "prompteol"
-    ECHO = "echo"
-
-
 SPECTRAL_METHODS = (Method.SPECTEMP, Method.PCA, Method.WHITEN, Method.GAMMA)
-# Zero-shot prompt templates the EmbedFilter authors' code composes with ({text} is the input).
-PROMPT_TEMPLATES = {
-    PromptMode.PROMPTEOL: 'Summarize the sentence: "{text}" in one word:"',
-    PromptMode.ECHO: "Rewrite the following paragraph: {text}. The rewritten paragraph: {text}",
-}
 DEFAULT_GAMMA = 0.5
 DEFAULT_RATIO = 2
 # Files the fit writes itself; everything else in the source folder (tokenizer, sentence-transformers files,
@@ -104,7 +95,7 @@ class FitOptions:
     def __post_init__(self) -> None:
         object.__setattr__(self, "method", _choice(Method, self.method, "method"))
         if self.prompt is not None:
-            object.__setattr__(self, "prompt", _choice(PromptMode, self.prompt, "prompt"))
+            object.__setattr__(self, "prompt", prompt_mode(self.prompt))
         method = self.method
         if self.ratio is not None and method is not Method.EMBEDFILTER:
             raise ValueError("ratio (τ) applies to --method embedfilter only.")
@@ -142,30 +133,6 @@ class FittedProjection:
     curve: SpecTempCurve | None = None
     spectrum: Spectrum | None = None
     singular_values: np.ndarray | None = None
-
-
-def set_prompt_mode(model: DumpEmbedModel, tokenizer: PreTrainedTokenizerBase, mode: PromptMode | str) -> None:
-    """Store the PromptEOL / ECHO prompt pieces (token ids) in the model's config; the model composes them."""
-    mode = _choice(PromptMode, mode, "prompt")
-    if not is_decoder_backbone(model.config.text_config):
-        raise ValueError(f"prompt {mode.value!r} is a causal-LM prompting method; this backbone is an encoder.")
-    template = PROMPT_TEMPLATES[mode]
-    parts = template.split("{text}")
-
-    def ids(piece: str) -> list[int]:
-        # Pieces keep their spaces, so the composed tokens decode to the template's exact characters.
-        return list(tokenizer(piece, add_special_tokens=False)["input_ids"]) if piece else []
-
-    lead = model.config.dump_token_offset + model.config.num_dump_tokens
-    trailing = len(tokenizer("x")["input_ids"]) - lead - len(tokenizer("x", add_special_tokens=False)["input_ids"])
-    pieces = {"template": template, "prefix": ids(parts[0]), "suffix": ids(parts[-1]),
-              "num_trailing_special": max(0, trailing)}
-    if mode is PromptMode.ECHO:
-        pieces["middle"] = ids(parts[1])
-    model.config.prompt_mode = mode.value
-    model.config.prompt_token_ids = pieces
-    if mode is PromptMode.PROMPTEOL:
-        model.config.pooling = "last"
 
 
 def _spectral_projection(spectrum: Spectrum, gammas: np.ndarray, k: int) -> DumpProjection:
@@ -271,48 +238,79 @@ def load_for_fit(model_dir: Path) -> tuple[DumpEmbedModel, PreTrainedTokenizerBa
 def fit_projection(model_dir: str | Path, out_dir: str | Path, options: FitOptions,
                    corpus: str | Path | None = None, overwrite: bool = False) -> Path:
     """Fit ``options.method`` on ``model_dir`` (encoding ``corpus`` when the method needs one) into ``out_dir``."""
+    return fit_projections(model_dir, {out_dir: options}, corpus, overwrite)[0]
+
+
+# FitOptions fields that decide which texts are encoded and how: fits sharing one encoding pass must agree on them.
+_ENCODING_FIELDS = ("seed", "max_texts", "batch_size", "prompt", "text_column")
+
+
+def fit_projections(model_dir: str | Path, targets: Mapping[str | Path, FitOptions],
+                    corpus: str | Path | None = None, overwrite: bool = False) -> list[Path]:
+    """Fit several projections of one model into their own folders, encoding ``corpus`` once for all of them
+    (e.g. SpecTemp and PCA at the same k: the same spectrum, two maps). Returns the folders in ``targets`` order."""
     import torch.distributed as dist
 
-    model_dir, out_dir = Path(model_dir), Path(out_dir)
-    if out_dir.resolve() == model_dir.resolve():
-        raise ValueError("the output folder must differ from the source model folder (the source is never modified).")
-    check_output_dir(out_dir, overwrite)
-    if options.needs_corpus and corpus is None:
-        raise ValueError(f"--method {options.method.value} is fitted on corpus embeddings: pass --corpus PATH.")
+    model_dir = Path(model_dir)
+    items = [(Path(out), options) for out, options in targets.items()]
+    if not items:
+        raise ValueError("fit_projections needs at least one (output folder, options) target.")
+    first = items[0][1]
+    for out_dir, options in items:
+        if out_dir.resolve() == model_dir.resolve():
+            raise ValueError("the output folder must differ from the source model folder (the source is never "
+                             "modified).")
+        check_output_dir(out_dir, overwrite)
+        if options.needs_corpus and corpus is None:
+            raise ValueError(f"--method {options.method.value} is fitted on corpus embeddings: pass --corpus PATH.")
+        differing = [f for f in _ENCODING_FIELDS if getattr(options, f) != getattr(first, f)]
+        if differing:
+            raise ValueError(f"fits sharing one encoding pass must agree on {', '.join(differing)}; fit them "
+                             "separately.")
+    needs_corpus = any(options.needs_corpus for _, options in items)
     texts: Corpus | None = None
     if corpus is not None:
-        if options.needs_corpus:
-            texts = read_corpus(corpus, options.text_column, options.max_texts, options.seed)
+        if needs_corpus:
+            texts = read_corpus(corpus, first.text_column, first.max_texts, first.seed)
         else:
-            logger.warning("--method %s does not use a corpus; ignoring %s", options.method.value, corpus)
+            logger.warning("--method %s does not use a corpus; ignoring %s", first.method.value, corpus)
     model, tokenizer = load_for_fit(model_dir)
-    if options.prompt is not None:
-        set_prompt_mode(model, tokenizer, options.prompt)
+    if first.prompt is not None:
+        set_prompt_mode(model, tokenizer, first.prompt)
     d = model.config.hidden_size
     # Fitted maps read the model's unit-length pooled embedding (the paper's input), not the raw pooled state.
     model.config.normalize_pooled = True
     model.projection = DumpProjection(d, d)
-    if options.needs_corpus:
-        stats = encode_stats(model, tokenizer, texts.texts, options.batch_size, options.progress)
-        fitted = fit_spectral(eigendecompose(stats), options)
-    elif options.method is Method.EMBEDFILTER:
-        fitted = fit_embedfilter(model, options)
-    else:
-        fitted = fit_fixed(d, options)
-    if dist.is_available() and dist.is_initialized() and dist.get_rank() != 0:
-        return out_dir  # one rank writes
-    info = {"method": options.method.value, "mode": None, "dim": None, "gamma": None, "knee": None, "ratio": None,
-            "seed": None, "corpus": texts.provenance() if texts is not None else None,
-            "fitted_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "plots": []}
-    if texts is not None and len(texts.texts) < texts.num_source_texts:
-        info["seed"] = options.seed  # the seed of the corpus sample
-    info.update(fitted.info)
-    info.update(source_model=str(model_dir), input="L2-normalised pooled embedding", prompt=model.config.prompt_mode,
-                max_dim=d if fitted.info.get("selection") else info["dim"],
-                selectable_dims=_selectable(d, info) if fitted.info.get("selection") else [info["dim"]])
-    model.projection = fitted.projection
-    model.config.projection_dim = info["dim"]
-    return _write_folder(model, model_dir, out_dir, fitted, info, options, overwrite)
+    spectrum = None
+    if needs_corpus:
+        stats = encode_stats(model, tokenizer, texts.texts, first.batch_size, first.progress)
+        spectrum = eigendecompose(stats)
+    written = []
+    for out_dir, options in items:
+        if options.needs_corpus:
+            fitted = fit_spectral(spectrum, options)
+        elif options.method is Method.EMBEDFILTER:
+            fitted = fit_embedfilter(model, options)
+        else:
+            fitted = fit_fixed(d, options)
+        if dist.is_available() and dist.is_initialized() and dist.get_rank() != 0:
+            written.append(out_dir)  # one rank writes
+            continue
+        used = texts if options.needs_corpus else None
+        info = {"method": options.method.value, "mode": None, "dim": None, "gamma": None, "knee": None,
+                "ratio": None, "seed": None, "corpus": used.provenance() if used is not None else None,
+                "fitted_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "plots": []}
+        if used is not None and len(used.texts) < used.num_source_texts:
+            info["seed"] = options.seed  # the seed of the corpus sample
+        info.update(fitted.info)
+        info.update(source_model=str(model_dir), input="L2-normalised pooled embedding",
+                    prompt=model.config.prompt_mode,
+                    max_dim=d if fitted.info.get("selection") else info["dim"],
+                    selectable_dims=_selectable(d, info) if fitted.info.get("selection") else [info["dim"]])
+        model.projection = fitted.projection
+        model.config.projection_dim = info["dim"]
+        written.append(_write_folder(model, model_dir, out_dir, fitted, info, options, overwrite))
+    return written
 
 
 def _selectable(d: int, info: dict[str, Any]) -> list[int]:

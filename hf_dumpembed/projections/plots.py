@@ -9,7 +9,8 @@ import numpy as np
 from .spectemp import SpecTempCurve
 
 
-def _pyplot():
+def pyplot():
+    """matplotlib.pyplot on the Agg backend, or an ImportError saying how to install it."""
     try:
         import matplotlib
 
@@ -29,13 +30,13 @@ def _finish(fig, ax, path: Path, xlabel: str, ylabel: str, title: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    _pyplot().close(fig)
+    pyplot().close(fig)
 
 
 def plot_spectrum(eigenvalues: np.ndarray, path: Path, curve: SpecTempCurve | None = None, k: int | None = None,
                   title: str = "Eigen-spectrum of the corpus covariance") -> Path:
     """Eigenvalues (log scale) with SpecTemp's noise floor, T0, the knee and the chosen k."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     ranks = np.arange(1, len(eigenvalues) + 1)
     positive = eigenvalues > 0
@@ -53,7 +54,7 @@ def plot_spectrum(eigenvalues: np.ndarray, path: Path, curve: SpecTempCurve | No
 
 def plot_snr(curve: SpecTempCurve, path: Path, k: int | None = None) -> Path:
     """SNR(i) = max(0, (λᵢ − σ²)/σ²) over ranks 1..T0 with the knee."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     ranks = np.arange(1, curve.t0 + 1)
     ax.semilogx(ranks, curve.snr, lw=1.5, label="SNR(i)")
@@ -68,7 +69,7 @@ def plot_snr(curve: SpecTempCurve, path: Path, k: int | None = None) -> Path:
 
 def plot_gamma(curve: SpecTempCurve, path: Path, k: int | None = None) -> Path:
     """γ(k) for every output dimension k, with the fitted k marked."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     ks = np.arange(1, len(curve.gamma) + 1)
     ax.semilogx(ks, curve.gamma, lw=1.5, label="γ(k)")
@@ -82,7 +83,7 @@ def plot_gamma(curve: SpecTempCurve, path: Path, k: int | None = None) -> Path:
 
 def plot_band(singular_values: np.ndarray, start: int, m: int, path: Path) -> Path:
     """Singular values of the unembedding matrix with EmbedFilter's kept middle band shaded."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     ranks = np.arange(1, len(singular_values) + 1)
     ax.semilogy(ranks, np.maximum(singular_values, 1e-30), lw=1.5, label="singular value σᵢ of W_U")

@@ -296,6 +296,16 @@ class DumpEmbedModel(DumpEmbedPreTrainedModel):
         mask = attention_mask.unsqueeze(-1).to(last_hidden_state.dtype)
         return (last_hidden_state * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
 
+    def head(self, pooled: torch.Tensor) -> torch.Tensor:
+        """Pooled backbone state -> output embedding: the projection's input normalisation (if configured), the
+        projection and the final L2 normalisation. On stored pooled states it gives exactly what `forward` gives."""
+        if self.config.normalize_pooled:
+            pooled = F.normalize(pooled, p=2, dim=-1)
+        embedding = self.projection(pooled)
+        if self.config.normalize:
+            embedding = F.normalize(embedding, p=2, dim=-1)
+        return embedding
+
     def forward(
         self,
         input_ids: torch.Tensor,
@@ -334,11 +344,9 @@ class DumpEmbedModel(DumpEmbedPreTrainedModel):
             pooled = self.pool(outputs.last_hidden_state, pool_mask, mode="mean")
         else:
             pooled = self.pool(outputs.last_hidden_state, attention_mask)
+        embedding = self.head(pooled)
         if self.config.normalize_pooled:
             pooled = F.normalize(pooled, p=2, dim=-1)
-        embedding = self.projection(pooled)
-        if self.config.normalize:
-            embedding = F.normalize(embedding, p=2, dim=-1)
         return DumpEmbedOutput(
             sentence_embedding=embedding,
             pooled_embedding=pooled,

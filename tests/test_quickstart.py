@@ -1,0 +1,185 @@
+"""The quickstart pipeline end to end on tiny models and tiny collections: steps, table, results, resume."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hf_dumpembed.beir import write_beir
+from hf_dumpembed.corpora.manifest import write_manifest
+from hf_dumpembed.quickstart import Budget, QuickstartOptions, run_quickstart
+from hf_dumpembed.quickstart.data import prepare_collections
+from hf_dumpembed.quickstart.steps import StepRunner
+from tests.fit_fixtures import corpus_texts
+
+TINY_BUDGET = Budget(
+    name="tiny", train_rows=24, batch_size=8, mini_batch_size=4, num_negatives=0, steps=2, max_seq_length=24,
+    fit_max_texts=None, projection_dim=8, eval_max_queries=None, eval_max_documents=None, speed_texts=8,
+    speed_repeats=1, decoder_max_queries=6, decoder_max_documents=12, decoder_max_seq_length=32,
+)
+
+
+def write_collection(data_dir: Path, name: str, split: str, offset: int, size: int) -> Path:
+    """Pairs (first three words -> the whole sentence) of the fixture sentences, with a manifest as built ones have."""
+    texts = corpus_texts()[offset : offset + size]
+    folder = data_dir / name
+    write_beir(folder, {f"d{i}": {"title": "", "text": t} for i, t in enumerate(texts)},
+               {f"q{i}": " ".join(t.split()[:3]) for i, t in enumerate(texts)},
+               {f"q{i}": {f"d{i}": 1} for i in range(len(texts))}, split=split)
+    write_manifest(name, folder, split, {"documents": size, "queries": size, "judgements": size},
+                   {"use": "test fixture"})
+    return folder
+
+
+@pytest.fixture(scope="module")
+def tiny_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    data = tmp_path_factory.mktemp("quickstart-data")
+    write_collection(data, "StdlibCodeTrain", "train", 0, 48)
+    write_collection(data, "StdlibCode", "test", 60, 30)
+    write_collection(data, "PyFAQ", "test", 100, 20)
+    return data
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tiny_bert: Path, tiny_llama: Path, tiny_data: Path, tmp_path_factory: pytest.TempPathFactory):
+    out = tmp_path_factory.mktemp("quickstart") / "run"
+    options = QuickstartOptions(output_dir=out, data_dir=tiny_data, encoder=str(tiny_bert), decoder=True,
+                                decoder_backbone=str(tiny_llama), budget=TINY_BUDGET,
+                                eval_tasks=("PyFAQ", "StdlibCode"), repo_id="test-org/tiny-quickstart", progress=False)
+    return options, run_quickstart(options)
+
+
+def test_every_step_runs_and_writes_its_outputs(tiny_run):
+    options, run = tiny_run
+    out = options.output_dir
+    assert [r.row.name for r in run.results] == ["k0", "k4", "spectemp", "pca"]
+    assert [r.dim for r in run.results] == [32, 32, 8, 8]
+    for result in run.results:
+        assert set(result.scores) == {"PyFAQ", "StdlibCode"}
+    for result in run.decoder_results:  # the decoder runs on samples: 6 queries, 12 documents
+        assert set(result.scores) == {"PyFAQ-6q12d", "StdlibCode-6q12d"}
+    for result in run.results + run.decoder_results:
+        assert all(0.0 <= s["ndcg_at_10"] <= 1.0 for s in result.scores.values())
+        assert result.texts_per_second and result.texts_per_second > 0
+    assert [r.row.name for r in run.decoder_results] == ["decoder", "embedfilter"]
+    assert run.decoder_results[1].dim == 16  # EmbedFilter τ=2 keeps the middle half of 32 dimensions
+    assert run.parity["spectemp"].ok
+    for k in (0, 4):
+        info = json.loads((out / f"minilm-k{k}" / "config.json").read_text())["training_info"]
+        assert info["steps"] == 2 and info["datasets"][0]["name"] == "StdlibCodeTrain"
+    spectemp = json.loads((run.folders["spectemp"] / "config.json").read_text())["projection_info"]
+    pca = json.loads((run.folders["pca"] / "config.json").read_text())["projection_info"]
+    assert (spectemp["method"], pca["method"], spectemp["dim"]) == ("spectemp", "pca", 8)
+    assert spectemp["corpus"]["sha256"] == pca["corpus"]["sha256"]  # one encoding pass, one corpus
+    assert (out / "plots" / "ndcg.png").stat().st_size > 0
+    assert (out / "plots" / "training_loss.png").stat().st_size > 0
+    assert (out / "push-staging" / "model.safetensors").exists()
+    card = (run.folders["spectemp"] / "README.md").read_text()
+    assert "test-org/tiny-quickstart" in card and "StdlibCode" in card and "SpecTemp" in card
+
+
+def test_summary_matches_the_results(tiny_run):
+    options, run = tiny_run
+    summary = json.loads((options.output_dir / "summary.json").read_text())
+    assert summary["kind"] == "quickstart" and summary["mode"] == "tiny"
+    assert summary["tasks"] == ["PyFAQ", "StdlibCode"]
+    assert summary["machine"]["cores"] >= 1 and summary["machine"]["libraries"]["torch"]
+    by_name = {row["name"]: row for row in summary["rows"]}
+    for result in run.results:
+        assert by_name[result.row.name]["scores"]["PyFAQ"] == result.ndcg("PyFAQ")
+        assert by_name[result.row.name]["mean"] == pytest.approx(np.mean([result.ndcg(t) for t in summary["tasks"]]))
+    assert {step["name"] for step in summary["steps"]} >= {"data", "train-k0", "train-k4", "fit", "evaluate", "push"}
+
+
+def test_stored_scores_equal_a_full_mteb_run(tiny_run, tmp_path):
+    """The shortcut (one encoding pass, each folder's head on it) scores exactly what `hf-dumpembed eval` does."""
+    from hf_dumpembed.evaluation import run_eval
+
+    options, run = tiny_run
+    for name in ("k4", "spectemp"):
+        result = next(r for r in run.results if r.row.name == name)
+        full = run_eval(result.row.folder, [str(run.tasks["PyFAQ"])], results_dir=tmp_path / name, batch_size=8)
+        scores = {row.task: row.scores for row in full.rows}["PyFAQ"]
+        assert scores["ndcg_at_10"] == pytest.approx(result.ndcg("PyFAQ"), abs=1e-6)
+        assert scores["mrr_at_10"] == pytest.approx(result.scores["PyFAQ"]["mrr_at_10"], abs=1e-6)
+
+
+def test_results_are_filed_in_mteb_layout(tiny_run):
+    from hf_dumpembed.evaluation.result_files import read_task_result, result_files
+
+    options, run = tiny_run
+    files = result_files(options.output_dir / "results")
+    assert len(files) == 2 * (len(run.results) + len(run.decoder_results))
+    spectemp = [f for f in files if "tiny-quickstart" in str(f) and f.stem == "StdlibCode"]
+    assert len(spectemp) == 1
+    result = read_task_result(spectemp[0])
+    assert result.get_score() == pytest.approx(run.results[2].ndcg("StdlibCode"))
+
+
+def test_a_second_run_resumes_without_redoing_anything(tiny_run, capsys):
+    options, first = tiny_run
+    again = run_quickstart(options)
+    assert all(record.skipped for record in again.records)
+    for before, after in zip(first.results + first.decoder_results, again.results + again.decoder_results,
+                             strict=True):
+        assert after.scores == before.scores
+        assert after.texts_per_second == before.texts_per_second
+    assert "done before, skipped" in capsys.readouterr().out
+
+
+def test_a_run_with_other_settings_is_refused_in_the_same_folder(tiny_run):
+    options, _ = tiny_run
+    other = QuickstartOptions(output_dir=options.output_dir, data_dir=options.data_dir, encoder=options.encoder,
+                              budget=TINY_BUDGET, num_dump_tokens=2, progress=False)
+    with pytest.raises(ValueError, match="other settings .*num_dump_tokens.*--overwrite"):
+        run_quickstart(other)
+
+
+def test_interrupted_step_runs_again_and_finished_ones_do_not(tmp_path):
+    calls: list[str] = []
+
+    def fail() -> None:
+        raise KeyboardInterrupt
+
+    runner = StepRunner(tmp_path, {"a": 1}, total=2)
+    (tmp_path / "one").mkdir()
+    runner.run("one", "first", [tmp_path / "one"], lambda: calls.append("one"))
+    with pytest.raises(KeyboardInterrupt):
+        runner.run("two", "second", [tmp_path / "two"], fail)
+    again = StepRunner(tmp_path, {"a": 1}, total=2)
+    assert again.run("one", "first", [tmp_path / "one"], lambda: calls.append("one-again")).skipped
+    assert not again.run("two", "second", [tmp_path / "two"], lambda: calls.append("two")).skipped
+    assert calls == ["one", "two"]
+    (tmp_path / "one").rmdir()  # an output deleted by hand: its step runs again
+    assert not StepRunner(tmp_path, {"a": 1}, total=1).run("one", "first", [tmp_path / "one"],
+                                                           lambda: calls.append("one-redo")).skipped
+    assert calls[-1] == "one-redo"
+
+
+def test_a_corrupt_state_file_is_named(tmp_path):
+    (tmp_path / "quickstart-state.json").write_text("{not json")
+    with pytest.raises(ValueError, match="quickstart-state.json is not valid JSON"):
+        StepRunner(tmp_path, {}, total=1)
+
+
+def test_optional_collections_that_cannot_be_fetched_are_skipped_with_the_reason(tiny_data, tmp_path, monkeypatch):
+    data = tmp_path / "data"
+    for name in ("StdlibCode", "StdlibCodeTrain"):
+        (data / name).parent.mkdir(parents=True, exist_ok=True)
+        import shutil
+
+        shutil.copytree(tiny_data / name, data / name)
+    monkeypatch.setenv("PATH", str(tmp_path / "no-tools"))  # no apt-get: the Debian sources are out of reach
+    available, skipped = prepare_collections(data, ["StdlibCodeTrain", "StdlibCode", "ManPages"])
+    assert set(available) == {"StdlibCodeTrain", "StdlibCode"}
+    assert "apt-get" in skipped["ManPages"]
+    with pytest.raises(ValueError, match="unknown collection 'Cranfield'"):
+        prepare_collections(data, ["Cranfield"])
+
+
+def test_bad_options_are_refused():
+    with pytest.raises(ValueError, match="--dump-tokens must be an integer >= 1"):
+        QuickstartOptions(num_dump_tokens=0)
