@@ -18,7 +18,7 @@ from tests.fit_fixtures import corpus_texts
 TINY_BUDGET = Budget(
     name="tiny", train_rows=24, batch_size=8, mini_batch_size=4, num_negatives=0, steps=2, max_seq_length=24,
     fit_max_texts=None, projection_dim=8, eval_max_queries=None, eval_max_documents=None, speed_texts=8,
-    speed_repeats=1, decoder_max_queries=6, decoder_max_documents=12, decoder_max_seq_length=32,
+    speed_repeats=1, decoder_max_queries=6, decoder_max_documents=12, decoder_max_seq_length=32, decoder_speed_texts=4,
 )
 
 

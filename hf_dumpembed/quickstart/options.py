@@ -32,19 +32,20 @@ class Budget:
     decoder_max_queries: int
     decoder_max_documents: int
     decoder_max_seq_length: int
+    decoder_speed_texts: int
 
 
 DEFAULT_BUDGET = Budget(
     name="default", train_rows=320, batch_size=32, mini_batch_size=16, num_negatives=1, steps=None,
     max_seq_length=128, fit_max_texts=None, projection_dim=128, eval_max_queries=None, eval_max_documents=None,
     speed_texts=128, speed_repeats=3, decoder_max_queries=100, decoder_max_documents=174,
-    decoder_max_seq_length=128,
+    decoder_max_seq_length=128, decoder_speed_texts=24,
 )
 FAST_BUDGET = Budget(
     name="fast", train_rows=64, batch_size=16, mini_batch_size=16, num_negatives=0, steps=4,
     max_seq_length=128, fit_max_texts=600, projection_dim=128, eval_max_queries=100, eval_max_documents=300,
     speed_texts=64, speed_repeats=1, decoder_max_queries=40, decoder_max_documents=80,
-    decoder_max_seq_length=96,
+    decoder_max_seq_length=96, decoder_speed_texts=8,
 )
 
 

@@ -149,10 +149,10 @@ class Quickstart:
         scored = score_rows(rows, tasks, self.out / "eval-cache", self.out / "results", self.options.progress)
         return [scored[row.name] for row in rows]
 
-    def speed(self, rows: list[Row], results: list[RowResult]) -> None:
+    def speed(self, rows: list[Row], results: list[RowResult], num_texts: int) -> None:
         folder = next(iter(self.tasks.values()))
         data = load_beir(folder)
-        texts = [data.document_text(d) for d in sorted(data.corpus)][: self.budget.speed_texts]
+        texts = [data.document_text(d) for d in sorted(data.corpus)][:num_texts]
         speeds = measure_speed(rows, texts, self.budget.speed_repeats, self.options.progress)
         for result in results:
             result.texts_per_second = speeds[result.row.name]
@@ -231,7 +231,7 @@ def run_quickstart(options: QuickstartOptions | None = None) -> Quickstart:
         run.results = run.evaluate(rows, run.tasks)  # scores from the stored encodings
     steps.run("speed", f"Measure encode speed side by side ({b.speed_texts} documents, {b.speed_repeats} "
               "repeat(s), models interleaved)", [out / "speed.json"],
-              lambda: _save_speed(run, rows, run.results, out / "speed.json"))
+              lambda: _save_speed(run, rows, run.results, b.speed_texts, out / "speed.json"))
     _load_speed(run.results, out / "speed.json")
     steps.run("card", "Render the model card (projection, training, evaluation)", [f["spectemp"] / "README.md"],
               lambda: write_card(f["spectemp"], model_id=options.repo_id, results_dir=out / "results",
@@ -248,18 +248,19 @@ def run_quickstart(options: QuickstartOptions | None = None) -> Quickstart:
                            lambda: run.decoder_results.extend(run.evaluate(decoder_rows, decoder_tasks)))
         if record.skipped:
             run.decoder_results = run.evaluate(decoder_rows, decoder_tasks)
-        steps.run("decoder-speed", "Measure SmolLM2 encode speed (with and without EmbedFilter)",
-                  [out / "speed-decoder.json"],
-                  lambda: _save_speed(run, decoder_rows, run.decoder_results, out / "speed-decoder.json"))
+        steps.run("decoder-speed", f"Measure SmolLM2 encode speed ({b.decoder_speed_texts} documents, with and "
+                  "without EmbedFilter)", [out / "speed-decoder.json"],
+                  lambda: _save_speed(run, decoder_rows, run.decoder_results, b.decoder_speed_texts,
+                                      out / "speed-decoder.json"))
         _load_speed(run.decoder_results, out / "speed-decoder.json")
     _report(run, steps, time.perf_counter() - started)
     return run
 
 
-def _save_speed(run: Quickstart, rows: list[Row], results: list[RowResult], path: Path) -> None:
+def _save_speed(run: Quickstart, rows: list[Row], results: list[RowResult], num_texts: int, path: Path) -> None:
     import json
 
-    run.speed(rows, results)
+    run.speed(rows, results, num_texts)
     path.write_text(json.dumps({r.row.name: r.texts_per_second for r in results}, indent=2) + "\n")
 
 
