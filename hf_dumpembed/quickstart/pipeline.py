@@ -7,6 +7,7 @@ held-out real text -> encode speed -> table, plots, summary -> model card -> ver
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import time
@@ -258,15 +259,11 @@ def run_quickstart(options: QuickstartOptions | None = None) -> Quickstart:
 
 
 def _save_speed(run: Quickstart, rows: list[Row], results: list[RowResult], num_texts: int, path: Path) -> None:
-    import json
-
     run.speed(rows, results, num_texts)
     path.write_text(json.dumps({r.row.name: r.texts_per_second for r in results}, indent=2) + "\n")
 
 
 def _load_speed(results: list[RowResult], path: Path) -> None:
-    import json
-
     if path.exists():
         speeds = json.loads(path.read_text())
         for result in results:
@@ -298,7 +295,8 @@ def _report(run: Quickstart, steps: StepRunner, wall_seconds: float) -> None:
     for plot in fit_plots:
         shutil.copyfile(plot, out / "plots" / f"spectemp_{plot.name}")
     info = machine_info()
-    config = run.train_config(run.k)
+    training = _config(run.folders[f"k{run.k}"]).get("training_info") or {}
+    projection = _config(run.folders["spectemp"]).get("projection_info") or {}
     payload = {
         "kind": "quickstart",
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -307,11 +305,12 @@ def _report(run: Quickstart, steps: StepRunner, wall_seconds: float) -> None:
                    + (" --decoder" if options.decoder else ""),
         "mode": b.name,
         "wall_seconds": round(wall_seconds, 1),
-        "training": {"data": TRAIN_COLLECTION, "rows": config.data[0].max_rows, "steps": _trained_steps(run),
-                     "batch_size": b.batch_size, "max_seq_length": b.max_seq_length, "seed": options.seed,
-                     "num_negatives": b.num_negatives},
-        "projection": {"method": "spectemp", "dim": b.projection_dim, "corpus": TRAIN_COLLECTION,
-                       "num_texts": b.fit_max_texts},
+        "training": {"data": TRAIN_COLLECTION, "rows": sum(d.get("num_rows", 0) for d in training.get("datasets", [])),
+                     "steps": training.get("steps"), "batch_size": b.batch_size, "max_seq_length": b.max_seq_length,
+                     "seed": options.seed, "num_negatives": b.num_negatives},
+        "projection": {"method": projection.get("method"), "dim": projection.get("dim"), "corpus": TRAIN_COLLECTION,
+                       "num_texts": (projection.get("corpus") or {}).get("num_texts"),
+                       "gamma": projection.get("gamma"), "knee": projection.get("knee")},
         "skipped_tasks": run.skipped,
         "decoder_rows": [{"name": r.row.name, "label": r.row.label, "dim": r.dim,
                           "texts_per_second": r.texts_per_second,
@@ -326,8 +325,5 @@ def _report(run: Quickstart, steps: StepRunner, wall_seconds: float) -> None:
     say(f"summary: {summary}; total {wall_seconds:.0f} s")
 
 
-def _trained_steps(run: Quickstart) -> int | None:
-    import json
-
-    config = json.loads((run.folders[f"k{run.k}"] / "config.json").read_text())
-    return (config.get("training_info") or {}).get("steps")
+def _config(folder: Path) -> dict[str, Any]:
+    return json.loads((folder / "config.json").read_text())
