@@ -5,16 +5,13 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .remote import DumpEmbedConfig, DumpEmbedModel
-
 __version__ = "0.1.0"
 
-# Every save_pretrained of these classes copies the remote-code files and writes auto_map into config.json.
-DumpEmbedConfig.register_for_auto_class()
-DumpEmbedModel.register_for_auto_class("AutoModel")
-
-# Heavier entry points (they import sentence-transformers / mteb) load on first use.
+# Entry points load on first use (they import torch, transformers, sentence-transformers), so that the command
+# line starts fast; importing `remote` registers the classes for AutoModel's remote code.
 _LAZY = {
+    "DumpEmbedConfig": "remote",
+    "DumpEmbedModel": "remote",
     "BuildOptions": "builder",
     "build": "builder",
     "build_dump_model": "builder",
@@ -25,7 +22,7 @@ _LAZY = {
     "default_encoder_path": "assets",
     "default_decoder_path": "assets",
 }
-__all__ = ["DumpEmbedConfig", "DumpEmbedModel", "__version__", *_LAZY]
+__all__ = ["__version__", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:

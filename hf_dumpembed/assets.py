@@ -104,3 +104,15 @@ def convert_gguf_to_hf(gguf_path: Path, out_dir: Path) -> Path:
         model.save_pretrained(staging, safe_serialization=True)
         tokenizer.save_pretrained(staging)
     return out_dir
+
+
+def resolve_backbone(backbone: str) -> str:
+    """``embedded:encoder`` / ``embedded:decoder`` -> the embedded model's local folder; anything else unchanged."""
+    if backbone == "embedded:encoder":
+        return str(default_encoder_path())
+    if backbone == "embedded:decoder":
+        return str(default_decoder_path())
+    if backbone.startswith("embedded:"):
+        raise ValueError(f"backbone {backbone!r}: the embedded models are 'embedded:encoder' (all-MiniLM-L6-v2) and "
+                         "'embedded:decoder' (SmolLM2-135M-Instruct).")
+    return backbone

@@ -239,7 +239,10 @@ def record_from_quickstart(summary: dict[str, Any], path: Path | str = "<summary
     budget = f"{training['steps']} steps" if training["steps"] is not None else "one epoch"
     negatives = (f", {training['num_negatives']} mined hard negative(s) per pair"
                  if isinstance(training.get("num_negatives"), int) else "")
-    setup = (f"Mode: {mode}; wall time {wall:.0f} s for the whole run. **Training text:** {training['rows']} pairs "
+    pipeline = summary.get("pipeline_seconds")
+    timing = (f"wall time {wall:.0f} s for the whole run" if not _number(pipeline) or abs(pipeline - wall) < 0.1 * wall
+              else f"all steps together {pipeline:.0f} s (the last invocation, {wall:.0f} s, resumed the others)")
+    setup = (f"Mode: {mode}; {timing}. **Training text:** {training['rows']} pairs "
              f"of `{training['data']}`{negatives}, {budget} at batch {training['batch_size']}, max length "
              f"{training['max_seq_length']}, seed {training['seed']}, the same recipe for every trained model. "
              f"**Projection:** {projection['method']} to {projection['dim']} dimensions, fitted on "

@@ -21,6 +21,7 @@ SentenceTransformer and MTEB. Typical order: build -> train -> fit -> eval -> ca
 """
 
 def _build(args: argparse.Namespace) -> None:
+    from .assets import resolve_backbone
     from .builder import BuildOptions, build
 
     options = BuildOptions(
@@ -31,7 +32,7 @@ def _build(args: argparse.Namespace) -> None:
         seed=args.seed,
         prompt=args.prompt,
     )
-    out = build(args.backbone, args.out, options, revision=args.revision, overwrite=args.overwrite)
+    out = build(resolve_backbone(args.backbone), args.out, options, revision=args.revision, overwrite=args.overwrite)
     say(f"Wrote {out}")
 
 
@@ -88,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Add K [DUMP] tokens to BACKBONE's tokenizer and embeddings and write a complete model folder "
         "(config with auto_map, remote code, model.safetensors, tokenizer, sentence-transformers files).",
     )
-    build.add_argument("backbone", help="local model folder or Hub id (Hub ids need network access)")
+    build.add_argument("backbone", help="local model folder, Hub id (needs network access), or embedded:encoder / "
+                                        "embedded:decoder (the bundled all-MiniLM-L6-v2 / SmolLM2-135M-Instruct)")
     build.add_argument("out", help="output folder (must not exist or be empty, unless --overwrite)")
     build.add_argument("--dump-tokens", type=int, default=4, metavar="K",
                        help="number of [DUMP] tokens; 0 builds the plain baseline (default: 4)")

@@ -51,6 +51,7 @@ def write_summary(path: Path, payload: dict[str, Any], results: list[RowResult],
         for r in results
     ]
     payload["steps"] = [{"name": s.name, "seconds": round(s.seconds, 2), "skipped": s.skipped} for s in steps]
+    payload["pipeline_seconds"] = round(sum(s.seconds for s in steps), 1)  # every step, resumed ones included
     path.write_text(json.dumps(payload, indent=2) + "\n")
     return path
 

@@ -7,4 +7,8 @@ saved model loads with ``trust_remote_code=True`` where ``hf_dumpembed`` is not 
 from .configuration_dumpembed import DumpEmbedConfig
 from .modeling_dumpembed import DumpEmbedModel, DumpEmbedOutput
 
+# Every save_pretrained of these classes copies the remote-code files and writes auto_map into config.json.
+DumpEmbedConfig.register_for_auto_class()
+DumpEmbedModel.register_for_auto_class("AutoModel")
+
 __all__ = ["DumpEmbedConfig", "DumpEmbedModel", "DumpEmbedOutput"]

@@ -23,6 +23,7 @@ from typing import Any
 import torch
 from transformers import TrainerCallback
 
+from ..assets import resolve_backbone
 from ..builder import BuildOptions, build, save_dump_model
 from ..card import write_card
 from ..folders import check_output_dir
@@ -35,20 +36,6 @@ logger = logging.getLogger(__name__)
 INITIAL_MODEL = "initial-model"
 RUN_CONFIG = "run_config.yaml"
 LOSS_NAMES = {"cached_mnrl": "CachedMultipleNegativesRankingLoss", "mnrl": "MultipleNegativesRankingLoss"}
-
-
-def resolve_backbone(backbone: str) -> str:
-    """``embedded:encoder`` / ``embedded:decoder`` -> the embedded model's local folder; anything else unchanged."""
-    from .. import assets
-
-    if backbone == "embedded:encoder":
-        return str(assets.default_encoder_path())
-    if backbone == "embedded:decoder":
-        return str(assets.default_decoder_path())
-    if backbone.startswith("embedded:"):
-        raise ValueError(f"model.backbone {backbone!r}: the embedded models are 'embedded:encoder' and "
-                         "'embedded:decoder'.")
-    return backbone
 
 
 def prepare_initial_model(config: TrainConfig) -> Path:
