@@ -53,13 +53,13 @@ def prepare_collections(data_dir: Path, names: list[str]) -> tuple[dict[str, Pat
 def evaluation_folder(folder: Path, out: Path, max_queries: int | None, max_documents: int | None,
                       seed: int = 0) -> Path:
     """``folder`` itself, or a seeded sample of it written to ``out/<Name>-<Q>q<D>d`` when limits are given (the
-    name is the task's name in tables and results, so it says what was sampled)."""
+    name, with the sample's real sizes, is the task's name in tables and results)."""
     if max_queries is None and max_documents is None:
         return folder
-    target = out / f"{folder.name}-{max_queries or 'all'}q{max_documents or 'all'}d"
+    data = subsample(load_beir(folder, "test"), max_queries, max_documents, seed)
+    target = out / f"{folder.name}-{len(data.queries)}q{len(data.corpus)}d"
     if (target / "corpus.jsonl").is_file() and (target / "qrels" / "test.tsv").is_file():
         return target
-    data = subsample(load_beir(folder, "test"), max_queries, max_documents, seed)
     staging = target.with_name(target.name + ".partial")
     write_beir(staging, data.corpus, data.queries, data.qrels, split="test")
     staging.replace(target)
