@@ -7,6 +7,7 @@ import importlib
 import logging
 import os
 import pkgutil
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -174,6 +175,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# What to do after Ctrl-C, per command.
+RESUME_HINTS = {
+    "quickstart": "run the same command again to resume (finished steps are skipped, training continues from its "
+                  "last checkpoint)",
+    "train": "run it again with --resume to continue from the last checkpoint",
+}
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     # Our own progress at INFO; third-party chatter (sentence-transformers, mteb) only from WARNING up.
@@ -187,6 +196,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     except (ValueError, FileExistsError, OSError, ImportError) as error:
         # User errors (bad flags, existing folders, missing packages): the message says what to do.
         raise SystemExit(f"hf-dumpembed {args.command}: error: {error}") from None
+    except KeyboardInterrupt:
+        hint = RESUME_HINTS.get(args.command, "outputs are written only when complete: nothing half-written is left")
+        sys.stderr.write(f"\nhf-dumpembed {args.command}: interrupted; {hint}.\n")
+        raise SystemExit(130) from None
 
 
 if __name__ == "__main__":

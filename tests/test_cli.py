@@ -53,3 +53,16 @@ def test_user_errors_exit_with_a_message(tiny_bert, tmp_path):
     assert exit_info.value.code == 2
     with pytest.raises(SystemExit, match="Could not load the backbone"):
         main(["build", str(tmp_path / "missing"), str(tmp_path / "y")])
+
+
+def test_ctrl_c_exits_130_and_says_how_to_resume(monkeypatch, tmp_path, capsys):
+    import hf_dumpembed.quickstart.pipeline as pipeline
+
+    def interrupted(options):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pipeline, "run_quickstart", interrupted)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["quickstart", "--output-dir", str(tmp_path / "qs")])
+    assert exit_info.value.code == 130
+    assert "interrupted; run the same command again to resume" in capsys.readouterr().err
