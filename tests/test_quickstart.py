@@ -128,6 +128,9 @@ def test_a_second_run_resumes_without_redoing_anything(tiny_run, capsys):
         assert after.scores == before.scores
         assert after.texts_per_second == before.texts_per_second
     assert "done before, skipped" in capsys.readouterr().out
+    stored = sorted(p.relative_to(options.output_dir / "eval-cache") for p in
+                    (options.output_dir / "eval-cache").rglob("*.safetensors"))
+    assert len(stored) == 2 * 3  # k0, k4 and decoder: one encoding per task each, keyed by the weights' revision
 
 
 def test_a_run_with_other_settings_is_refused_in_the_same_folder(tiny_run):

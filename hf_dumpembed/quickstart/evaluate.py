@@ -20,6 +20,7 @@ from ..evaluation.cached import (
     load_head,
     save_mteb_result,
 )
+from ..submission import content_revision
 
 logger = logging.getLogger(__name__)
 
@@ -68,12 +69,14 @@ def _sentence_transformer(folder: Path, max_seq_length: int | None = None):
 
 def encode_tasks(folder: Path, tasks: dict[str, Path], cache_dir: Path, progress: bool = True,
                  batch_size: int = 32) -> dict[str, EncodedCollection]:
-    """Each task's queries and documents encoded by ``folder`` (stored under ``cache_dir``; reused when there)."""
+    """Each task's queries and documents encoded by ``folder``, stored under ``cache_dir/<model revision>/`` and
+    reused from there (the revision hashes the config and weights, so a retrained model is encoded afresh)."""
     check_unprojected(folder)
+    revision = content_revision(folder)[:12]
     encoded: dict[str, EncodedCollection] = {}
     model = None
     for task, task_folder in tasks.items():
-        path = cache_dir / f"{task}.safetensors"
+        path = cache_dir / revision / f"{task}.safetensors"
         if path.exists():
             encoded[task] = EncodedCollection.load(path)
             continue
