@@ -58,13 +58,10 @@ class RowResult:
         return float(np.mean(values)) if values and all(v is not None for v in values) else None
 
 
-def _sentence_transformer(folder: Path, max_seq_length: int | None = None):
+def _sentence_transformer(folder: Path):
     from sentence_transformers import SentenceTransformer
 
-    model = SentenceTransformer(str(folder), trust_remote_code=True)
-    if max_seq_length is not None:
-        model.max_seq_length = max_seq_length
-    return model
+    return SentenceTransformer(str(folder), trust_remote_code=True)
 
 
 def encode_tasks(folder: Path, tasks: dict[str, Path], cache_dir: Path, progress: bool = True,

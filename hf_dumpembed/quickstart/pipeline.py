@@ -129,9 +129,9 @@ class Quickstart:
         self.tasks = {folder.name: folder for folder in samples}
         for name, reason in self.skipped.items():
             say(f"        {name}: skipped ({reason})")
-        say("        training text: " + str(available[TRAIN_COLLECTION]) + "; held-out evaluation text: "
-            + ", ".join(f"{name} ({len(load_beir(folder).queries)} q / {len(load_beir(folder).corpus)} docs)"
-                        for name, folder in self.tasks.items()))
+        sizes = {name: load_beir(folder) for name, folder in self.tasks.items()}
+        say(f"        training text: {available[TRAIN_COLLECTION]}; held-out evaluation text: "
+            + ", ".join(f"{name} ({len(data.queries)} q / {len(data.corpus)} docs)" for name, data in sizes.items()))
 
     def train_config(self, k: int) -> TrainConfig:
         return training_config(self.encoder, k, self.options.data_folder / TRAIN_COLLECTION,
