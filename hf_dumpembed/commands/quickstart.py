@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 DESCRIPTION = """\
-The whole workflow on the embedded models, on this machine, with no network:
+The whole workflow on the embedded models, on this machine, with no Hugging Face Hub access:
 
   1. builds the real-text collections (StdlibCodeTrain for training; StdlibCode, PyFAQ and ManPages held out;
      PyFAQ/ManPages come from Debian packages and are skipped, with the reason, where apt-get cannot fetch them);
@@ -48,7 +48,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--output-dir", default="hf-dumpembed-quickstart",
                         help="where models, results and plots go (default: ./hf-dumpembed-quickstart)")
     parser.add_argument("--fast", action="store_true",
-                        help="small budget (~3 min): sampled evaluation sets, 4 training steps, no hard negatives")
+                        help="small budget (~1.5 min): sampled evaluation sets, 4 training steps, no hard negatives")
     parser.add_argument("--decoder", action="store_true",
                         help="also run SmolLM2-135M-Instruct zero-shot (PromptEOL, with and without EmbedFilter)")
     parser.add_argument("--dump-tokens", type=int, default=4, metavar="K",
