@@ -110,8 +110,11 @@ def test_subsample_keeps_every_positive_of_the_kept_queries():
 def test_saved_scores_read_back_as_an_mteb_result(bert_dump_model, tmp_path):
     task = write_known_task(tmp_path / "KnownTask")
     scores = {"ndcg_at_10": 0.75, "mrr_at_10": 0.5, "recall_at_10": 1.0}
-    path = save_mteb_result(tmp_path / "results", bert_dump_model, task, "test", scores, 1.5,
-                            model_name="test-org/cached")
+    from hf_dumpembed.evaluation import beir_task
+    from hf_dumpembed.submission import SubmissionOptions, build_model_meta
+
+    meta = build_model_meta(bert_dump_model, SubmissionOptions(name="test-org/cached"), strict=False)
+    path = save_mteb_result(tmp_path / "results", meta, beir_task(task), "test", scores, 1.5)
     assert path.exists() and "test-org__cached" in str(path)
     result = read_task_result(path)
     assert result.task_name == "KnownTask" and result.get_score() == 0.75

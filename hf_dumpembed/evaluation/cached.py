@@ -133,18 +133,13 @@ def subsample(data: BeirData, max_queries: int | None, max_documents: int | None
                     qrels=qrels)
 
 
-def save_mteb_result(results_dir: str | Path, model_dir: str | Path, task_folder: str | Path, split: str,
-                     scores: dict[str, float], evaluation_time: float, model_name: str | None = None) -> Path:
-    """File ``scores`` of the local task ``task_folder`` for ``model_dir`` in mteb's results layout (TaskResult +
-    the model's ModelMeta), as `hf-dumpembed eval` would; returns the result file."""
+def save_mteb_result(results_dir: str | Path, meta: Any, task: Any, split: str, scores: dict[str, float],
+                     evaluation_time: float) -> Path:
+    """File ``scores`` of mteb ``task`` (e.g. `beir_task`) for the model ``meta`` describes (its ModelMeta, e.g.
+    `build_model_meta`) in mteb's results layout, as `hf-dumpembed eval` would; returns the result file."""
     from mteb.cache import ResultCache
     from mteb.results import TaskResult
 
-    from ..submission import SubmissionOptions, build_model_meta
-    from .local_task import beir_task
-
-    task = beir_task(task_folder, split)
-    meta = build_model_meta(model_dir, SubmissionOptions(name=model_name), strict=False)
     main = dict(scores, main_score=scores[task.metadata.main_score])
     result = TaskResult.from_task_results(task, {split: {"default": main}}, evaluation_time=evaluation_time)
     cache = ResultCache(results_dir)

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..beir import load_beir
+from ..beir import BeirData, load_beir
 from ..evaluation.cached import (
     EncodedCollection,
     apply_head,
@@ -64,7 +64,7 @@ def _sentence_transformer(folder: Path):
     return SentenceTransformer(str(folder), trust_remote_code=True)
 
 
-def encode_tasks(folder: Path, tasks: dict[str, Path], cache_dir: Path, progress: bool = True,
+def encode_tasks(folder: Path, tasks: dict[str, BeirData], cache_dir: Path, progress: bool = True,
                  batch_size: int = 32) -> dict[str, EncodedCollection]:
     """Each task's queries and documents encoded by ``folder``, stored under ``cache_dir/<model revision>/`` and
     reused from there (the revision hashes the config and weights, so a retrained model is encoded afresh)."""
@@ -72,7 +72,7 @@ def encode_tasks(folder: Path, tasks: dict[str, Path], cache_dir: Path, progress
     revision = content_revision(folder)[:12]
     encoded: dict[str, EncodedCollection] = {}
     model = None
-    for task, task_folder in tasks.items():
+    for task, data in tasks.items():
         path = cache_dir / revision / f"{task}.safetensors"
         if path.exists():
             encoded[task] = EncodedCollection.load(path)
@@ -80,7 +80,7 @@ def encode_tasks(folder: Path, tasks: dict[str, Path], cache_dir: Path, progress
         if model is None:
             model = _sentence_transformer(folder)
         logger.info("encoding %s with %s", task, folder)
-        encoded[task] = encode_collection(model, load_beir(task_folder, "test"), batch_size, progress)
+        encoded[task] = encode_collection(model, data, batch_size, progress)
         encoded[task].save(path)
     return encoded
 
@@ -88,24 +88,29 @@ def encode_tasks(folder: Path, tasks: dict[str, Path], cache_dir: Path, progress
 def score_rows(rows: list[Row], tasks: dict[str, Path], cache_root: Path, results_dir: Path,
                progress: bool = True) -> dict[str, RowResult]:
     """nDCG@10 (and mteb's other retrieval scores) of every row on every task, filed in mteb's results layout."""
+    from ..evaluation.local_task import beir_task
+    from ..submission import SubmissionOptions, build_model_meta
+
     by_name = {row.name: row for row in rows}
-    qrels = {task: load_beir(folder, "test").qrels for task, folder in tasks.items()}
+    data = {task: load_beir(folder, "test") for task, folder in tasks.items()}
+    mteb_tasks = {task: beir_task(folder, "test") for task, folder in tasks.items()}
     results: dict[str, RowResult] = {}
     encodings: dict[str, dict[str, EncodedCollection]] = {}
     for row in rows:
         source = by_name[row.encoder]
         if source.name not in encodings:
-            encodings[source.name] = encode_tasks(source.folder, tasks, cache_root / source.name, progress)
+            encodings[source.name] = encode_tasks(source.folder, data, cache_root / source.name, progress)
         head = load_head(row.folder) if row.reuses_encoding else None
+        meta = build_model_meta(row.folder, SubmissionOptions(name=row.model_name), strict=False)
         result = None
         for task in tasks:
             encoded = encodings[source.name][task]
             if head is not None:
                 encoded = encoded.with_vectors(apply_head(head, encoded.queries), apply_head(head, encoded.documents))
             started = time.perf_counter()
-            scores = encoded.scores(qrels[task])
-            save_mteb_result(results_dir, row.folder, tasks[task], "test", scores,
-                             encoded.seconds + time.perf_counter() - started, model_name=row.model_name)
+            scores = encoded.scores(data[task].qrels)
+            save_mteb_result(results_dir, meta, mteb_tasks[task], "test", scores,
+                             encoded.seconds + time.perf_counter() - started)
             result = result or RowResult(row, dim=int(encoded.queries.shape[1]))
             result.scores[task] = scores
         results[row.name] = result

@@ -150,11 +150,14 @@ class Quickstart:
         scored = score_rows(rows, tasks, self.out / "eval-cache", self.out / "results", self.options.progress)
         return [scored[row.name] for row in rows]
 
+    def sample_documents(self, count: int) -> list[str]:
+        """The first ``count`` documents (in id order) of the first held-out task: the same texts for every model."""
+        data = load_beir(next(iter(self.tasks.values())))
+        return [data.document_text(d) for d in sorted(data.corpus)][:count]
+
     def speed(self, rows: list[Row], results: list[RowResult], num_texts: int) -> None:
-        folder = next(iter(self.tasks.values()))
-        data = load_beir(folder)
-        texts = [data.document_text(d) for d in sorted(data.corpus)][:num_texts]
-        speeds = measure_speed(rows, texts, self.budget.speed_repeats, self.options.progress)
+        speeds = measure_speed(rows, self.sample_documents(num_texts), self.budget.speed_repeats,
+                               self.options.progress)
         for result in results:
             result.texts_per_second = speeds[result.row.name]
 
@@ -165,9 +168,7 @@ class Quickstart:
         say(self.parity["spectemp"].describe())
         if not self.parity["spectemp"].ok:
             raise RuntimeError(f"{f['spectemp']} gives different vectors through different load paths (above).")
-        data = load_beir(next(iter(self.tasks.values())))
-        sample = [data.document_text(d) for d in sorted(data.corpus)][:32]
-        error = head_shortcut_error(f[f"k{self.k}"], f["spectemp"], sample)
+        error = head_shortcut_error(f[f"k{self.k}"], f["spectemp"], self.sample_documents(32))
         say(f"        evaluation shortcut (SpecTemp head on the [DUMP] model's vectors vs the SpecTemp folder's own "
             f"vectors): max |diff| {error:.1e}")
         if error > SHORTCUT_TOLERANCE:
