@@ -12,15 +12,15 @@ __version__ = "0.1.0"
 _LAZY = {
     "DumpEmbedConfig": "remote",
     "DumpEmbedModel": "remote",
-    "BuildOptions": "builder",
-    "build": "builder",
-    "build_dump_model": "builder",
-    "save_dump_model": "builder",
-    "add_dump_tokens": "tokenizer",
-    "export_stock_st": "export",
-    "check_load_paths": "verify",
-    "default_encoder_path": "assets",
-    "default_decoder_path": "assets",
+    "BuildOptions": "model.builder",
+    "build": "model.builder",
+    "build_dump_model": "model.builder",
+    "save_dump_model": "model.builder",
+    "add_dump_tokens": "model.tokenizer",
+    "export_stock_st": "model.export",
+    "check_load_paths": "model.verify",
+    "default_encoder_path": "data.assets",
+    "default_decoder_path": "data.assets",
 }
 __all__ = ["__version__", *_LAZY]
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import commands as command_modules
-from .console import say
+from ._utils.console import say
 
 DESCRIPTION = """\
 Build, train, fit, evaluate and publish DumpEmbed text-embedding models: a tokenizer that prepends K trainable
@@ -22,8 +22,8 @@ SentenceTransformer and MTEB. Typical order: build -> train -> fit -> eval -> ca
 """
 
 def _build(args: argparse.Namespace) -> None:
-    from .assets import resolve_backbone
-    from .builder import BuildOptions, build
+    from .data.assets import resolve_backbone
+    from .model.builder import BuildOptions, build
 
     options = BuildOptions(
         num_dump_tokens=args.dump_tokens,
@@ -38,8 +38,8 @@ def _build(args: argparse.Namespace) -> None:
 
 
 def _export_st(args: argparse.Namespace) -> None:
-    from .export import export_stock_st
-    from .verify import check_load_paths
+    from .model.export import export_stock_st
+    from .model.verify import check_load_paths
 
     out = export_stock_st(args.model, args.out, overwrite=args.overwrite)
     say(f"Wrote {out}")
@@ -51,7 +51,7 @@ def _export_st(args: argparse.Namespace) -> None:
 
 
 def _verify(args: argparse.Namespace) -> None:
-    from .verify import check_load_paths
+    from .model.verify import check_load_paths
 
     texts = Path(args.texts).read_text().splitlines() if args.texts else None
     kwargs = {"texts": [t for t in texts if t.strip()]} if texts else {}
@@ -62,7 +62,7 @@ def _verify(args: argparse.Namespace) -> None:
 
 
 def _card(args: argparse.Namespace) -> None:
-    from .card import write_card
+    from .model.card import write_card
 
     path = write_card(args.model, model_id=args.model_id, revision=args.revision, results_dir=args.results,
                       results_model=args.results_model, source=args.source)
@@ -70,7 +70,7 @@ def _card(args: argparse.Namespace) -> None:
 
 
 def _assets(args: argparse.Namespace) -> None:
-    from .assets import default_decoder_path, default_encoder_path
+    from .data.assets import default_decoder_path, default_encoder_path
 
     say(f"encoder  {default_encoder_path()}")
     if args.decoder:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import logging
 
-from hf_dumpembed.console import say
-from hf_dumpembed.corpora import BUILDERS, build_datasets
+from hf_dumpembed._utils.console import say
+from hf_dumpembed.data.corpora import BUILDERS, build_datasets
 
 
 def main() -> None:

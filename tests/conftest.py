@@ -19,7 +19,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import pytest  # noqa: E402
 
-from hf_dumpembed.builder import BuildOptions, build  # noqa: E402
+from hf_dumpembed.model.builder import BuildOptions, build  # noqa: E402
 from tests import tiny_models  # noqa: E402
 
 

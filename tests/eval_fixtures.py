@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hf_dumpembed.beir import write_beir
+from hf_dumpembed.data.beir import write_beir
 
 # Two documents. q1's text is d1's text and d1 is relevant: rank 1. q2's text is also d1's text but only d2 is
 # relevant: with two documents d2 is necessarily rank 2, whatever the model (d1 scores cosine 1, the maximum).

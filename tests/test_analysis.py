@@ -105,7 +105,7 @@ def test_logit_lens_on_a_decoder_and_refused_on_an_encoder(llama_dump_model: Pat
 
 
 def test_analyze_writes_json_and_png_side_by_side(bert_dump_model: Path, tiny_bert: Path, tmp_path: Path) -> None:
-    from hf_dumpembed.builder import BuildOptions, build
+    from hf_dumpembed.model.builder import BuildOptions, build
 
     base = build(tiny_bert, tmp_path / "base", BuildOptions(num_dump_tokens=0))
     result = analyze([bert_dump_model, base], TEXTS, tmp_path / "out", labels=["dump", "base"])

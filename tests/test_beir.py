@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from hf_dumpembed.beir import document_text, is_beir_folder, load_beir, write_beir
+from hf_dumpembed.data.beir import document_text, is_beir_folder, load_beir, write_beir
 
 CORPUS = {"d1": {"title": "Paris", "text": "Capital of France."}, "d2": {"title": "", "text": "A river."}}
 QUERIES = {"q1": "capital of france?", "q2": "what flows?"}

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
-from hf_dumpembed.benchmarks import (
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts" / "bench"))  # the renderer is repository tooling, not part of the package
+
+from benchmarks import (  # noqa: E402
     Table,
     add_command,
     check,
@@ -18,9 +22,9 @@ from hf_dumpembed.benchmarks import (
     render_section,
     write_record,
 )
-from hf_dumpembed.cli import main
 
-ROOT = Path(__file__).resolve().parent.parent
+from hf_dumpembed.cli import main  # noqa: E402
+
 MACHINE = {"cpu": "Test CPU", "cores": 2, "memory_gib": 8.0, "device": "cpu", "python": "3.11.7", "platform": "x",
            "libraries": {"torch": "2.13.0", "transformers": "5.24.0", "sentence-transformers": "6.2.0"},
            "torch_threads": 2}

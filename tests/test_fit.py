@@ -12,12 +12,12 @@ import torch
 from transformers import AutoModel, AutoTokenizer
 
 from hf_dumpembed.cli import main as cli_main
-from hf_dumpembed.export import export_stock_st
+from hf_dumpembed.model.export import export_stock_st
+from hf_dumpembed.model.verify import check_load_paths, encode_with_automodel, encode_with_sentence_transformers
 from hf_dumpembed.projections.corpus import read_corpus, sha256_files
 from hf_dumpembed.projections.embedfilter import gram_basis
 from hf_dumpembed.projections.fit import FitOptions, fit_projection, load_for_fit
 from hf_dumpembed.projections.unembedding import find_unembedding
-from hf_dumpembed.verify import check_load_paths, encode_with_automodel, encode_with_sentence_transformers
 from tests.fit_fixtures import corpus_texts, folder_digest, write_corpus
 
 TEXTS = ["A man is eating food.", "hello world second text", "Open the file, read every line.", "A monkey plays drums."]

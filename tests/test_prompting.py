@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hf_dumpembed.builder import BuildOptions, build
+from hf_dumpembed.model.builder import BuildOptions, build
+from hf_dumpembed.model.verify import check_load_paths, encode_with_automodel
 from hf_dumpembed.projections.fit import FitOptions, fit_projection
-from hf_dumpembed.verify import check_load_paths, encode_with_automodel
 
 
 @pytest.mark.parametrize("mode", ["prompteol", "echo"])

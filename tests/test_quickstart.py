@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hf_dumpembed.beir import write_beir
-from hf_dumpembed.corpora.manifest import write_manifest
+from hf_dumpembed.data.beir import write_beir
+from hf_dumpembed.data.corpora.manifest import write_manifest
 from hf_dumpembed.quickstart import Budget, QuickstartOptions, run_quickstart
 from hf_dumpembed.quickstart.data import prepare_collections
 from hf_dumpembed.quickstart.steps import StepRunner

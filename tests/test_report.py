@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hf_dumpembed.report import Record, load_records, markdown_table
+from hf_dumpembed.evaluation.report import Record, load_records, markdown_table
 from tests.eval_fixtures import KNOWN_NDCG_AT_10, known_run  # noqa: F401
 
 

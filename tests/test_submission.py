@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hf_dumpembed.submission import SubmissionOptions, build_model_meta, model_meta_snippet, write_submission
+from hf_dumpembed.evaluation.submission import SubmissionOptions, build_model_meta, model_meta_snippet, write_submission
 from tests.eval_fixtures import MODEL_NAME, REVISION, known_run  # noqa: F401
 
 TRAINING_INFO = {

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from transformers import AutoTokenizer
 
-from hf_dumpembed.tokenizer import add_dump_tokens, dump_token_names, save_dump_tokenizer
+from hf_dumpembed.model.tokenizer import add_dump_tokens, dump_token_names, save_dump_tokenizer
 from tests import tiny_models
 
 TEXT = "A man is riding a white horse on an enclosed ground."

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from hf_dumpembed.beir import write_beir
+from hf_dumpembed.data.beir import write_beir
 from tests.tiny_models import CORPUS
 
 TEXTS = list(dict.fromkeys(CORPUS))  # the 15 distinct sentences

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..beir import document_text, is_beir_folder, load_corpus, read_jsonl
+from ..data.beir import document_text, is_beir_folder, load_corpus, read_jsonl
 
 
 def read_texts(path: str | Path, max_texts: int | None = None) -> list[str]:

@@ -34,7 +34,7 @@ Corpus: a .jsonl file (a "text" field, or BEIR title/text), a .txt file (one tex
 
 
 def _fit(args: argparse.Namespace) -> None:
-    from ..console import say
+    from .._utils.console import say
     from ..projections.fit import FitOptions, fit_projection
 
     options = FitOptions(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..console import say
+from .._utils.console import say
 
 DESCRIPTION = """\
 Publish MODEL (a DumpEmbed folder, or its stock export from `hf-dumpembed export-st`) to the Hub as REPO_ID.

@@ -24,7 +24,7 @@ in-batch negatives are gathered across devices and only rank 0 writes.
 
 
 def _train(args: argparse.Namespace) -> None:
-    from ..console import say
+    from .._utils.console import say
     from ..training import load_config, train
 
     overrides = {}

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..beir import BeirData
+from ..data.beir import BeirData
 from .metrics import retrieval_metrics
 
 

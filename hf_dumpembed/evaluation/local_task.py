@@ -7,8 +7,8 @@ import json
 import re
 from pathlib import Path
 
-from ..beir import BeirData, load_beir
-from ..corpora.manifest import MANIFEST_FILE, sha256_file
+from ..data.beir import BeirData, load_beir
+from ..data.corpora.manifest import MANIFEST_FILE, sha256_file
 
 
 def _folder_revision(folder: Path, split: str) -> str:

@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..beir import is_beir_folder
+from ..data.beir import is_beir_folder
 
 # The [DUMP] paper's evaluation (methods.md §1): standard retrieval (WikipediaRetrievalMultilingual: English only)
 # and LongEmbed.

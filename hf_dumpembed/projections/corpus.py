@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..beir import document_text, is_beir_folder, read_jsonl
+from ..data.beir import document_text, is_beir_folder, read_jsonl
 
 JSONL_TEXT_FIELDS = ("text", "sentence", "content", "document", "passage")
 HASH_CHUNK = 1 << 20

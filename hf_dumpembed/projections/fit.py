@@ -21,8 +21,8 @@ import numpy as np
 import torch
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
-from ..folders import check_output_dir, staged_output
-from ..prompting import PROMPT_TEMPLATES, PromptMode, prompt_mode, set_prompt_mode  # noqa: F401 - re-exported
+from .._utils.folders import check_output_dir, staged_output
+from ..model.prompting import PROMPT_TEMPLATES, PromptMode, prompt_mode, set_prompt_mode  # noqa: F401 - re-exported
 from ..remote import DumpEmbedModel
 from ..remote.modeling_dumpembed import SPECTRAL_EPS, DumpProjection, band_matrix, spectral_matrix
 from . import baselines
@@ -319,7 +319,7 @@ def _selectable(d: int, info: dict[str, Any]) -> list[int]:
 
 def _write_folder(model: DumpEmbedModel, model_dir: Path, out_dir: Path, fitted: FittedProjection,
                   info: dict[str, Any], options: FitOptions, overwrite: bool) -> Path:
-    from ..card import write_card
+    from ..model.card import write_card
 
     with staged_output(out_dir, overwrite=overwrite) as staging:
         for item in model_dir.iterdir():

@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from ..beir import load_beir, write_beir
-from ..console import say
-from ..corpora import build_datasets
+from .._utils.console import say
+from ..data.beir import load_beir, write_beir
+from ..data.corpora import build_datasets
 from ..evaluation.cached import subsample
 
 logger = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..beir import BeirData, load_beir
+from ..data.beir import BeirData, load_beir
 from ..evaluation.cached import (
     EncodedCollection,
     apply_head,
@@ -20,7 +20,7 @@ from ..evaluation.cached import (
     load_head,
     save_mteb_result,
 )
-from ..submission import content_revision
+from ..evaluation.submission import content_revision
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ def score_rows(rows: list[Row], tasks: dict[str, Path], cache_root: Path, result
                progress: bool = True) -> dict[str, RowResult]:
     """nDCG@10 (and mteb's other retrieval scores) of every row on every task, filed in mteb's results layout."""
     from ..evaluation.local_task import beir_task
-    from ..submission import SubmissionOptions, build_model_meta
+    from ..evaluation.submission import SubmissionOptions, build_model_meta
 
     by_name = {row.name: row for row in rows}
     data = {task: load_beir(folder, "test") for task, folder in tasks.items()}

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # Held-out evaluation collections (never trained or fitted on) and the training collection, built by
-# `hf_dumpembed.corpora` (StdlibCode and StdlibCodeTrain from the local CPython stdlib, the others from Debian).
+# `hf_dumpembed.data.corpora` (StdlibCode and StdlibCodeTrain from the local CPython stdlib, the others from Debian).
 EVAL_TASKS = ("ManPages", "PyFAQ", "StdlibCode")
 TRAIN_COLLECTION = "StdlibCodeTrain"
 DEFAULT_REPO_ID = "your-username/minilm-dump4-spectemp"

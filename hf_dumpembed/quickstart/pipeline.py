@@ -15,18 +15,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..assets import default_decoder_path, default_encoder_path
-from ..beir import load_beir
-from ..builder import BuildOptions, build
-from ..card import write_card
-from ..console import say
-from ..export import export_stock_st
-from ..machine import describe_machine, machine_info
+from .._utils.console import say
+from .._utils.machine import describe_machine, machine_info
+from ..data.assets import default_decoder_path, default_encoder_path
+from ..data.beir import load_beir
+from ..model.builder import BuildOptions, build
+from ..model.card import write_card
+from ..model.export import export_stock_st
+from ..model.verify import ParityReport, check_load_paths
 from ..projections.fit import FitOptions, fit_projections
 from ..publishing.hub import push_folder
 from ..training.config import TrainConfig, config_from_dict
 from ..training.trainer import last_complete_checkpoint, train
-from ..verify import ParityReport, check_load_paths
 from .data import evaluation_folder, prepare_collections
 from .evaluate import Row, RowResult, head_shortcut_error, measure_speed, score_rows
 from .options import TRAIN_COLLECTION, Budget, QuickstartOptions

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..console import say
+from .._utils.console import say
 
 STATE_FILE = "quickstart-state.json"
 

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..beir import CORPUS_FILE, QUERIES_FILE, document_text, is_beir_folder, load_beir
+from ..data.beir import CORPUS_FILE, QUERIES_FILE, document_text, is_beir_folder, load_beir
 from .config import DataConfig, MiningConfig
 
 logger = logging.getLogger(__name__)

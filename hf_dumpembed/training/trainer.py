@@ -23,11 +23,11 @@ from typing import Any
 import torch
 from transformers import TrainerCallback
 
-from ..assets import resolve_backbone
-from ..builder import BuildOptions, build, save_dump_model
-from ..card import write_card
-from ..folders import check_output_dir
-from ..machine import machine_info
+from .._utils.folders import check_output_dir
+from .._utils.machine import machine_info
+from ..data.assets import resolve_backbone
+from ..model.builder import BuildOptions, build, save_dump_model
+from ..model.card import write_card
 from .config import TrainConfig, config_from_dict, save_config
 from .data import DataReport, load_training_data
 

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from benchmarks import Table, command_line, write_record
 
-from hf_dumpembed.benchmarks import Table, command_line, write_record
-from hf_dumpembed.console import say
-from hf_dumpembed.machine import machine_info
+from hf_dumpembed._utils.console import say
+from hf_dumpembed._utils.machine import machine_info
 from hf_dumpembed.projections.embedfilter import band_size, embedfilter_map, gram_basis, svd_basis
 
 SECTION, ORDER, TITLE = "embedfilter-basis", 40, "EmbedFilter basis: eigh(WᵀW) vs full SVD, Qwen3-0.6B-shaped head"

@@ -26,13 +26,13 @@ from datetime import date
 from pathlib import Path
 
 import torch
+from benchmarks import Table, command_line, write_record
 from sentence_transformers import SentenceTransformer
 
-from hf_dumpembed.assets import default_encoder_path
-from hf_dumpembed.benchmarks import Table, command_line, write_record
-from hf_dumpembed.builder import BuildOptions, build
-from hf_dumpembed.export import export_stock_st
-from hf_dumpembed.machine import machine_info
+from hf_dumpembed._utils.machine import machine_info
+from hf_dumpembed.data.assets import default_encoder_path
+from hf_dumpembed.model.builder import BuildOptions, build
+from hf_dumpembed.model.export import export_stock_st
 
 
 def stdlib_docstrings(limit: int) -> list[str]:

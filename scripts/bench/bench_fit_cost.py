@@ -32,9 +32,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from benchmarks import Table, command_line, write_record
 
-from hf_dumpembed.benchmarks import Table, command_line, write_record
-from hf_dumpembed.console import say
+from hf_dumpembed._utils.console import say
 
 BATCH = 16384
 
@@ -175,7 +175,7 @@ def record_tables(series: dict | None, in_proc: dict | None) -> list[Table]:
 
 
 def write_section(series_path: Path, in_process_path: Path, fresh: bool) -> None:
-    from hf_dumpembed.machine import machine_info
+    from hf_dumpembed._utils.machine import machine_info
 
     series = json.loads(series_path.read_text()) if series_path.is_file() else None
     in_proc = json.loads(in_process_path.read_text()) if in_process_path.is_file() else None

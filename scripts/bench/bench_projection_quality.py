@@ -30,10 +30,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from benchmarks import Table, command_line, write_record
 
-from hf_dumpembed.beir import document_text, load_beir
-from hf_dumpembed.benchmarks import Table, command_line, write_record
-from hf_dumpembed.console import say
+from hf_dumpembed._utils.console import say
+from hf_dumpembed.data.beir import document_text, load_beir
 from hf_dumpembed.evaluation import retrieval_metrics
 from hf_dumpembed.projections import baselines
 from hf_dumpembed.projections.corpus import read_corpus
@@ -56,7 +56,7 @@ ROOT = Path("runs/bench_projection")
 
 
 def build_model(backbone: Path, out: Path, pooling: str) -> Path:
-    from hf_dumpembed.builder import BuildOptions, build
+    from hf_dumpembed.model.builder import BuildOptions, build
 
     if not (out / "config.json").exists():
         build(backbone, out, BuildOptions(num_dump_tokens=0, pooling=pooling), overwrite=True)
@@ -107,7 +107,7 @@ def ndcg(sets: dict, linear: LinearMap | None) -> dict[str, float]:
 
 
 def encoder_part(args: argparse.Namespace) -> dict:
-    from hf_dumpembed.assets import default_encoder_path
+    from hf_dumpembed.data.assets import default_encoder_path
 
     folder = build_model(default_encoder_path(), ROOT / "minilm-k0-mean", "mean")
     model, tokenizer = load_for_fit(folder)
@@ -146,7 +146,7 @@ def encoder_part(args: argparse.Namespace) -> dict:
 
 
 def decoder_part(args: argparse.Namespace) -> dict:
-    from hf_dumpembed.assets import default_decoder_path
+    from hf_dumpembed.data.assets import default_decoder_path
     from hf_dumpembed.projections.unembedding import find_unembedding
 
     folder = build_model(default_decoder_path(), ROOT / "smollm2-k0-last", "last")
@@ -215,7 +215,7 @@ def decoder_table(part: dict) -> Table:
 
 def write_records(results: dict, parts: tuple[str, ...], fresh: bool) -> None:
     """The sections of the parts in ``results``; a fresh run also records its command and machine."""
-    from hf_dumpembed.machine import machine_info
+    from hf_dumpembed._utils.machine import machine_info
 
     run = {"commands": [command_line()], "machine": machine_info()} if fresh else {}
     for part, (section, order, title), make in (("encoder", ENCODER_SECTION, encoder_table),

@@ -28,8 +28,7 @@ import time
 from pathlib import Path
 
 import torch
-
-from hf_dumpembed.benchmarks import Table, command_line, write_record
+from benchmarks import Table, command_line, write_record
 
 logger = logging.getLogger("bench_train_cost")
 SECTION, ORDER, TITLE = "train-cost", 70, "Training cost: step time K = 4 vs K = 0, and GradCache memory"
@@ -37,7 +36,7 @@ SECTION, ORDER, TITLE = "train-cost", 70, "Training cost: step time K = 4 vs K =
 
 def triplets(folder: str, count: int) -> list[tuple[str, str, str]]:
     """(docstring, function source, another function's source) from a BEIR training folder."""
-    from hf_dumpembed.beir import load_beir
+    from hf_dumpembed.data.beir import load_beir
 
     data = load_beir(folder, "train")
     pairs = [(data.queries[q], data.document_text(d)) for q, judged in data.qrels.items() for d in judged][:count + 1]
@@ -45,7 +44,7 @@ def triplets(folder: str, count: int) -> list[tuple[str, str, str]]:
 
 
 def build_model(out: Path, k: int, max_length: int) -> Path:
-    from hf_dumpembed.builder import BuildOptions, build
+    from hf_dumpembed.model.builder import BuildOptions, build
     from hf_dumpembed.training.trainer import resolve_backbone
 
     folder = out / f"minilm-K{k}-len{max_length}"
@@ -175,7 +174,7 @@ def memory_table(memory: list[dict]) -> Table:
 def write_section(step_json: Path, memory_json: Path, fresh: bool, replaces: str | None = None) -> None:
     from datetime import date
 
-    from hf_dumpembed.machine import machine_info
+    from hf_dumpembed._utils.machine import machine_info
 
     tables = []
     if step_json.is_file():

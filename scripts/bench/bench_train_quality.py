@@ -24,8 +24,7 @@ import time
 from pathlib import Path
 
 import torch
-
-from hf_dumpembed.benchmarks import Table, command_line, render_table, write_record
+from benchmarks import Table, command_line, render_table, write_record
 
 logger = logging.getLogger("bench_train_quality")
 EVAL_TASKS = ("data/ManPages", "data/PyFAQ", "data/StdlibCode")
@@ -72,7 +71,7 @@ def train_all(args: argparse.Namespace, out: Path) -> dict[str, dict]:
 
 def untrained(args: argparse.Namespace, out: Path) -> dict[str, dict]:
     """The starting points (K = 0 is all-MiniLM-L6-v2 itself with the same pooling), for reference."""
-    from hf_dumpembed.builder import BuildOptions, build
+    from hf_dumpembed.model.builder import BuildOptions, build
     from hf_dumpembed.training.trainer import resolve_backbone
 
     runs = {}
@@ -88,7 +87,7 @@ def untrained(args: argparse.Namespace, out: Path) -> dict[str, dict]:
 def evaluate(path: str, task: str, batch_size: int) -> dict[str, float]:
     from sentence_transformers import SentenceTransformer
 
-    from hf_dumpembed.beir import load_beir
+    from hf_dumpembed.data.beir import load_beir
     from hf_dumpembed.evaluation import retrieval_metrics
 
     data = load_beir(task, "test")
@@ -191,7 +190,7 @@ def record(args: argparse.Namespace, result: Table, fresh: bool) -> None:
     """Write this pooling's section record: the table, this command added to the section's commands."""
     from datetime import date
 
-    from hf_dumpembed.machine import machine_info
+    from hf_dumpembed._utils.machine import machine_info
 
     section, order, title = SECTIONS[args.pooling]
     write_record(section, tables=[result], command=command_line(), title=title, order=order,

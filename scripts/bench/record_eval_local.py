@@ -4,7 +4,7 @@ Both sections come from outputs the CLI already wrote (nothing is computed here)
 
 * ``eval-local``: the collections (counts, use and checksums from ``data/<Name>/manifest.json``, mean document
   length from the corpus) and the nDCG@10 table of the mteb results folder that ``hf-dumpembed eval`` wrote, made
-  by the report tool (``hf_dumpembed.report``: mean ± std over seeds, change against --baseline);
+  by the report tool (``hf_dumpembed.evaluation.report``: mean ± std over seeds, change against --baseline);
 * ``analysis``: mean final-layer norms per token group and stopword attention from the ``analysis.json`` files
   that ``hf-dumpembed analyze`` wrote.
 
@@ -19,9 +19,10 @@ import json
 import statistics
 from pathlib import Path
 
-from hf_dumpembed.beir import document_text, load_corpus
-from hf_dumpembed.benchmarks import Table, command_line, write_record
-from hf_dumpembed.report import load_records, summary_table
+from benchmarks import Table, command_line, write_record
+
+from hf_dumpembed.data.beir import document_text, load_corpus
+from hf_dumpembed.evaluation.report import load_records, summary_table
 
 COLLECTIONS = ("ManPages", "PyFAQ", "StdlibCode", "StdlibCodeTrain", "WikiLong")
 TASKS = ("ManPages", "PyFAQ", "StdlibCode", "WikiLong")

@@ -324,7 +324,7 @@ def render_table(table: Table) -> str:
 
 
 def machine_line(machine: dict[str, Any] | str) -> str:
-    from .machine import describe_machine
+    from hf_dumpembed._utils.machine import describe_machine
 
     return machine if isinstance(machine, str) else describe_machine(machine)
 
@@ -415,7 +415,7 @@ def write_record(section: str, *, tables: list[Table], commands: list[str] | Non
     ``command`` adds one command to the existing ones (sections built by several runs; see ``add_command``).
     ``date`` defaults to the existing record's (else today): a fresh measurement passes its own. Prints a
     reminder when the numbers changed but the reading was kept."""
-    from .console import say
+    from hf_dumpembed._utils.console import say
 
     path = Path(directory) / f"{section}.json"
     old = load_record(path) if path.is_file() else None

@@ -16,8 +16,8 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules.transformer import Transformer
 from sentence_transformers.sentence_transformer.modules import Dense, Normalize, Pooling
 
-from .folders import staged_output
-from .remote import DumpEmbedModel
+from .._utils.folders import staged_output
+from ..remote import DumpEmbedModel
 from .st_files import DEFAULT_PROMPTS
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")

@@ -12,12 +12,12 @@ import torch
 from sentence_transformers.util import load_file_path
 from transformers import AutoModel, AutoTokenizer, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
 
-from .assets import embedded_hub_id
+from .._utils.folders import check_output_dir, staged_output
+from ..data.assets import embedded_hub_id
+from ..remote import DumpEmbedConfig, DumpEmbedModel
+from ..remote.modeling_dumpembed import DumpProjection
 from .card import write_card
 from .embeddings import DumpInit, grow_embeddings, init_dump_rows
-from .folders import check_output_dir, staged_output
-from .remote import DumpEmbedConfig, DumpEmbedModel
-from .remote.modeling_dumpembed import DumpProjection
 from .st_files import write_sentence_transformers_files
 from .tokenizer import add_dump_tokens, save_dump_tokenizer
 

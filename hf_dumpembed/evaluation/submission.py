@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .assets import EMBEDDED_MODELS
-from .evaluation.result_files import read_task_result
+from ..data.assets import EMBEDDED_MODELS
+from .result_files import read_task_result
 
 LOADER_KWARGS = {"trust_remote_code": True}
 FRAMEWORK = ["Sentence Transformers", "PyTorch"]

@@ -12,7 +12,7 @@ import logging
 import os
 from pathlib import Path
 
-from .folders import staged_output
+from .._utils.folders import staged_output
 
 logger = logging.getLogger(__name__)
 

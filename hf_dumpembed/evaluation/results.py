@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..evaluation.result_files import TABLE_METRICS, read_task_result, result_files, result_identity
+from .result_files import TABLE_METRICS, read_task_result, result_files, result_identity
 
 logger = logging.getLogger(__name__)
 

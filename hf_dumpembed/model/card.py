@@ -13,9 +13,9 @@ from typing import Any
 
 from huggingface_hub import ModelCard, ModelCardData
 
-from .assets import EMBEDDED_MODELS
+from ..data.assets import EMBEDDED_MODELS
 
-TEMPLATE = Path(__file__).resolve().parent / "model_cards" / "dumpembed.md"
+TEMPLATE = Path(__file__).resolve().parent.parent / "model_cards" / "dumpembed.md"
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 POOLING_TEXT = {"cls": "[CLS]", "last": "last-token", "mean": "mean"}
 INIT_TEXT = {
@@ -197,7 +197,7 @@ def training_context(model_dir: Path, config: dict[str, Any]) -> dict[str, Any] 
 
 def evaluation_context(results_dir: str | Path, names: list[str], model_name: str | None) -> dict[str, Any]:
     """The evaluation table from mteb results under ``results_dir``."""
-    from .publishing.results import METRICS, eval_table
+    from ..evaluation.results import METRICS, eval_table
 
     table = eval_table(results_dir, [model_name] if model_name else names)
     columns = table.metric_columns

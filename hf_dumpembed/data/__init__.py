@@ -1,0 +1,1 @@
+"""Inputs on disk: BEIR-style retrieval folders, the builders of the real-text collections, the embedded backbones."""
