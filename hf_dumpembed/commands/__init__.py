@@ -1,5 +1,5 @@
-"""Subcommand groups of ``hf-dumpembed`` beyond the core ones in ``cli.py``.
+"""The ``hf-dumpembed`` subcommands, one module per verb group, each a thin layer over the library.
 
-Each module here defines ``register(commands)``, which adds its subparsers (with ``set_defaults(func=...)``)
-to the ``argparse`` subparsers object; ``cli.build_parser`` calls them in name order.
+Each module defines ``register(commands)``, which adds its subparsers (with ``set_defaults(func=...)``) to the
+``argparse`` subparsers object; ``cli.build_parser`` calls them in the order of ``cli.COMMAND_GROUPS``.
 """
