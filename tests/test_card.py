@@ -74,7 +74,7 @@ def test_card_refuses_a_folder_that_is_not_dumpembed(tiny_bert):
         render_card(tiny_bert)
 
 
-# --- Cards with the projection / training / evaluation metadata the other issues write (schemas of the brief) ---
+# --- Cards with the projection / training / evaluation metadata the other issues write ---
 
 from tests.card_fixtures import (  # noqa: E402
     SHA,

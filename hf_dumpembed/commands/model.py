@@ -64,7 +64,7 @@ def _assets(args: argparse.Namespace) -> None:
         say(f"decoder  {default_decoder_path()}")
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def _add_build(commands: argparse._SubParsersAction) -> None:
     build = commands.add_parser(
         "build",
         help="wrap a backbone as a DumpEmbed model folder",
@@ -92,6 +92,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     build.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
     build.set_defaults(func=_build)
 
+
+def _add_export(commands: argparse._SubParsersAction) -> None:
     export = commands.add_parser(
         "export-st",
         help="export a stock sentence-transformers pipeline (no remote code)",
@@ -105,6 +107,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     export.add_argument("--no-check", action="store_true", help="skip the vector comparison after export")
     export.set_defaults(func=_export_st)
 
+
+def _add_verify(commands: argparse._SubParsersAction) -> None:
     verify = commands.add_parser(
         "verify",
         help="check AutoModel, SentenceTransformer and MTEB give the same vectors",
@@ -117,6 +121,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     verify.add_argument("--tolerance", type=float, default=1e-5, help="largest allowed |difference| (default: 1e-5)")
     verify.set_defaults(func=_verify)
 
+
+def _add_card(commands: argparse._SubParsersAction) -> None:
     card = commands.add_parser(
         "card",
         help="render the model card (README.md) of a model folder",
@@ -142,6 +148,8 @@ def register(commands: argparse._SubParsersAction) -> None:
                       "from (snippets without remote code, a TEI example)")
     card.set_defaults(func=_card)
 
+
+def _add_assets(commands: argparse._SubParsersAction) -> None:
     assets = commands.add_parser(
         "assets",
         help="print the local paths of the embedded default models",
@@ -150,3 +158,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     assets.add_argument("--decoder", action="store_true", help="also locate (and convert, once) SmolLM2")
     assets.set_defaults(func=_assets)
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    _add_build(commands)
+    _add_export(commands)
+    _add_verify(commands)
+    _add_card(commands)
+    _add_assets(commands)

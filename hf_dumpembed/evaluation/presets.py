@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..data.beir import is_beir_folder
 
-# The [DUMP] paper's evaluation (methods.md §1): standard retrieval (WikipediaRetrievalMultilingual: English only)
+# The [DUMP] paper's evaluation: standard retrieval (WikipediaRetrievalMultilingual: English only)
 # and LongEmbed.
 STANDARD_TASKS = (
     "NQHardNegatives",

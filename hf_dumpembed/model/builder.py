@@ -16,15 +16,13 @@ from .._utils.folders import check_output_dir, staged_output
 from ..data.assets import embedded_hub_id
 from ..remote import DumpEmbedConfig, DumpEmbedModel
 from ..remote.modeling_dumpembed import DumpProjection
+from .backbone import is_decoder_backbone
 from .card import write_card
 from .embeddings import DumpInit, grow_embeddings, init_dump_rows
 from .st_files import write_sentence_transformers_files
 from .tokenizer import add_dump_tokens, save_dump_tokenizer
 
 logger = logging.getLogger(__name__)
-
-_CAUSAL_ARCHITECTURE_SUFFIXES = ("ForCausalLM", "LMHeadModel")
-
 
 class Pooling(str, Enum):
     """Pooling of the backbone's last hidden states: [CLS] (encoders), last token (decoders) or mean."""
@@ -81,14 +79,6 @@ def _choice(enum: type[Enum], value: object, name: str) -> Enum:
     except ValueError:
         allowed = tuple(member.value for member in enum)
         raise ValueError(f"{name} must be one of {allowed}; got {value!r}.") from None
-
-
-def is_decoder_backbone(config: PretrainedConfig) -> bool:
-    """True for causal LMs (Llama, Qwen2, GPT-2, ...), judged by the architectures the checkpoint was saved as."""
-    architectures = getattr(config, "architectures", None) or []
-    if any(arch.endswith(_CAUSAL_ARCHITECTURE_SUFFIXES) for arch in architectures):
-        return True
-    return bool(getattr(config, "is_decoder", False))
 
 
 def _default_max_seq_length(

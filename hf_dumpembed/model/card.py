@@ -249,6 +249,18 @@ def st_module_names(model_dir: Path, config: dict[str, Any], stock: bool) -> str
     return ", ".join(names)
 
 
+def _dump_rows(model_dir: Path, config: dict[str, Any]) -> list[tuple[str, str]]:
+    """The card's [DUMP] set-up table: K, token ids, placement, initialisation, pooling."""
+    dump_rows = [("K", str(config.get("num_dump_tokens", 0))),
+                 ("tokens (ids)", ", ".join(f"[DUMP{i + 1}] ({t})" for i, t in enumerate(config.get("dump_token_ids",
+                                                                                                    []))))]
+    dump_rows.append(("placement", f"`{prefix_template(model_dir)}`"))
+    if config.get("dump_init") in INIT_TEXT:
+        dump_rows.append(("initialisation", INIT_TEXT[config["dump_init"]]))
+    dump_rows.append(("pooling", POOLING_TEXT[config.get("pooling", "cls")]))
+    return dump_rows
+
+
 def card_context(
     model_dir: Path,
     config: dict[str, Any],
@@ -299,13 +311,6 @@ def card_context(
         if overlap:
             limitations.insert(0, f"Evaluated on {', '.join(overlap)}, which the model was also trained on: those "
                                "scores are not a held-out measure.")
-    dump_rows = [("K", str(k)),
-                 ("tokens (ids)", ", ".join(f"[DUMP{i + 1}] ({t})" for i, t in enumerate(config.get("dump_token_ids",
-                                                                                                    []))))]
-    dump_rows.append(("placement", f"`{prefix_template(model_dir)}`"))
-    if config.get("dump_init") in INIT_TEXT:
-        dump_rows.append(("initialisation", INIT_TEXT[config["dump_init"]]))
-    dump_rows.append(("pooling", POOLING_TEXT[config.get("pooling", "cls")]))
     return {
         "title": model_id.rstrip("/").split("/")[-1],
         "model_id": model_id,
@@ -318,7 +323,7 @@ def card_context(
         "backbone_kind": "decoder" if config.get("pooling") == "last" else "encoder",
         "backbone_shape": backbone_shape(text_config),
         "num_dump_tokens": k,
-        "dump_rows": dump_rows,
+        "dump_rows": _dump_rows(model_dir, config),
         "pooling_text": POOLING_TEXT[config.get("pooling", "cls")],
         "projected": projection is not None,
         "projection": projection,

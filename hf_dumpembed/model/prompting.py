@@ -7,6 +7,8 @@ from typing import Any
 
 from transformers import PreTrainedTokenizerBase
 
+from .backbone import is_decoder_backbone
+
 
 class PromptMode(str, Enum):
     PROMPTEOL = "prompteol"
@@ -30,8 +32,6 @@ def prompt_mode(value: object) -> PromptMode:
 
 def set_prompt_mode(model: Any, tokenizer: PreTrainedTokenizerBase, mode: PromptMode | str) -> None:
     """Store the PromptEOL / ECHO prompt pieces (token ids) in a DumpEmbed model's config; the model composes them."""
-    from .builder import is_decoder_backbone
-
     mode = prompt_mode(mode)
     if not is_decoder_backbone(model.config.text_config):
         raise ValueError(f"prompt {mode.value!r} is a causal-LM prompting method; this backbone is an encoder.")

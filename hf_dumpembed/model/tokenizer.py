@@ -158,7 +158,7 @@ def check_dump_prefix(tokenizer: PreTrainedTokenizerBase, ids: tuple[int, ...], 
 
 
 def save_dump_tokenizer(tokenizer: PreTrainedTokenizerBase, out_dir: str | Path, max_length: int | None) -> None:
-    """Save the tokenizer so that reloading keeps the post-processor (see docs/packaging.md traps 1-4)."""
+    """Save the tokenizer so that reloading keeps the post-processor."""
     out_dir = Path(out_dir)
     if max_length is not None:
         tokenizer.model_max_length = max_length

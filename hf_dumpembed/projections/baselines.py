@@ -1,4 +1,4 @@
-"""The paper's baselines behind one interface (methods.md §2): every map is followed by L2 normalisation.
+"""The paper's baselines behind one interface: every map is followed by L2 normalisation.
 
 PCA (γ=0, centred), whitening (γ=1), γ-whitening (any γ), prefix truncation ``x[:, :k]``, random truncation (a
 seeded choice of k dimensions) and random projection ``randn(d, k)/√k`` (seeded, no centering). Plus the oracle

@@ -1,4 +1,4 @@
-"""EmbedFilter: drop the edge spectrum of a causal LM's unembedding matrix W_U (seed 003; methods.md §3).
+"""EmbedFilter: drop the edge spectrum of a causal LM's unembedding matrix W_U.
 
 Right singular vectors V of W_U (|V| × d), sorted by descending σ; keep the middle band of m = d // τ of them:
 s = (d − m) // 2, B = Vᵀ[s : s + m] (m × d, orthonormal rows), y = B h, no centering, L2 after. The basis comes

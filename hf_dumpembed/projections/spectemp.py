@@ -1,4 +1,4 @@
-"""SpecTemp: spectral tempering with an SNR-derived γ(k) (seed 002; methods.md §2).
+"""SpecTemp: spectral tempering with an SNR-derived γ(k).
 
 Reference mode follows the authors' code exactly: noise floor σ² = mean of the eigenvalues at indices
 ``int(0.9·d):``, SNR over ranks 1..T0 = int(0.9·d), knee from ``kneed.KneeLocator(curve="convex",

@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 from safetensors import safe_open
 
-from ..model.builder import is_decoder_backbone
+from ..model.backbone import is_decoder_backbone
 
 LM_HEAD_KEYS = ("lm_head.weight", "model.lm_head.weight", "output.weight")
 

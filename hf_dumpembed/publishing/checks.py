@@ -123,7 +123,7 @@ def _module_dirs(folder: Path) -> set[str]:
 
 
 def is_allowed(path: str, kind: FolderKind, module_dirs: set[str]) -> bool:
-    """The brief's allowlist of a published folder."""
+    """The allowlist of a published folder."""
     parts = path.split("/")
     if len(parts) == 1:
         return (path in ROOT_FILES or path.endswith(".safetensors") or path == "model.safetensors.index.json"
