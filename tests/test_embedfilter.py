@@ -75,3 +75,25 @@ def test_bad_band_arguments() -> None:
         gram_basis(np.ones((4, 8)))
     with pytest.raises(ValueError, match="exclude_rows"):
         gram_basis(_head(), exclude_rows=[400])
+
+
+def test_the_numpy_maps_are_the_shipped_formulas() -> None:
+    """The fit's numpy maps and the remote code's torch functions (what a saved folder recomposes) agree."""
+    import torch
+
+    from hf_dumpembed.projections.embedfilter import band_start
+    from hf_dumpembed.projections.linear import EIGEN_EPS, tempered_matrix
+    from hf_dumpembed.remote.modeling_dumpembed import SPECTRAL_EPS, band_matrix, spectral_matrix
+
+    assert EIGEN_EPS == SPECTRAL_EPS
+    rng = np.random.default_rng(0)
+    basis, _ = np.linalg.qr(rng.normal(size=(24, 24)))
+    eigenvalues = np.sort(rng.uniform(1e-4, 2.0, 24))[::-1].copy()
+    for k, gamma in [(1, 0.0), (7, 0.37), (24, 1.0)]:
+        shipped = spectral_matrix(torch.from_numpy(basis).float(), torch.from_numpy(eigenvalues).float(), gamma, k)
+        ours = tempered_matrix(basis, eigenvalues, gamma, k)
+        assert np.allclose(ours, shipped.double().numpy(), rtol=1e-5, atol=1e-6), (k, gamma)
+    for m in (1, 5, 12, 24):
+        s = band_start(24, m)
+        assert np.array_equal(embedfilter_map(basis, m).matrix, band_matrix(torch.from_numpy(basis), m).numpy())
+        assert np.array_equal(embedfilter_map(basis, m).matrix, basis[:, s : s + m])

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from ..remote.modeling_dumpembed import band_matrix
 from .linear import LinearMap, check_dim
 from .stats import gram as product
 
@@ -86,12 +87,11 @@ def band_size(d: int, dim: int | None = None, ratio: int | None = None) -> int:
 
 def band_start(d: int, m: int) -> int:
     """s = (d − m) // 2: the middle band V[:, s : s + m] drops ⌊(d−m)/2⌋ top and the rest bottom directions."""
-    return (d - m) // 2
+    return (d - m) // 2  # the start `band_matrix` uses (checked by tests/test_embedfilter.py)
 
 
 def embedfilter_map(basis: np.ndarray, m: int) -> LinearMap:
     """y = Bh with B = Vᵀ[s : s + m]: stored as matrix = V[:, s : s + m], mean 0 (no centering)."""
     d = basis.shape[0]
     m = check_dim(m, d, "dim (m)")
-    s = band_start(d, m)
-    return LinearMap(np.zeros(d), basis[:, s : s + m].copy())
+    return LinearMap(np.zeros(d), band_matrix(torch.from_numpy(np.ascontiguousarray(basis)), m).numpy())

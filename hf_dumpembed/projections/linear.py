@@ -6,8 +6,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# SpecTemp's absolute eigenvalue regulariser in W_k = U_k diag((λ + eps)^(−γ/2)) [authors' code].
-EIGEN_EPS = 1e-6
+from ..remote.modeling_dumpembed import SPECTRAL_EPS
+
+# SpecTemp's absolute eigenvalue regulariser in W_k = U_k diag((λ + eps)^(−γ/2)) [authors' code]: the shipped one.
+EIGEN_EPS = SPECTRAL_EPS
 
 
 def check_dim(k: int, d: int, name: str = "dim") -> int:
@@ -44,7 +46,11 @@ class LinearMap:
 
 def tempered_matrix(eigenvectors: np.ndarray, eigenvalues: np.ndarray, gamma: float, k: int,
                     eps: float = EIGEN_EPS) -> np.ndarray:
-    """W_k = U_k · diag((λ_1..k + eps)^(−γ/2)); γ=0 is PCA, γ=1 whitening."""
+    """W_k = U_k · diag((λ_1..k + eps)^(−γ/2)); γ=0 is PCA, γ=1 whitening.
+
+    The float64 form of the shipped ``remote.modeling_dumpembed.spectral_matrix`` (which rounds to the stored
+    fp32); the baselines keep float64, and a test checks the two agree.
+    """
     k = check_dim(k, eigenvectors.shape[1])
     if not 0.0 <= gamma <= 1.0 or not np.isfinite(gamma):
         raise ValueError(f"gamma must be in [0, 1]; got {gamma!r}.")
