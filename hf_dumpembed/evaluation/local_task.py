@@ -7,8 +7,9 @@ import json
 import re
 from pathlib import Path
 
+from .._utils.hashing import sha256_file
 from ..data.beir import BeirData, load_beir
-from ..data.corpora.manifest import MANIFEST_FILE, sha256_file
+from ..data.corpora.manifest import MANIFEST_FILE
 
 
 def _folder_revision(folder: Path, split: str) -> str:

@@ -6,13 +6,13 @@ the files, and only then the first network request. The token is never printed o
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._utils.hashing import sha256_file
 from .checks import FolderReport, PublishRefused, check_folder
 
 logger = logging.getLogger(__name__)
@@ -50,16 +50,8 @@ class PushResult:
         return "\n".join(lines)
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def describe_staging(staging: Path, files: list[str]) -> list[StagedFile]:
-    return [StagedFile(name, (staging / name).stat().st_size, _sha256(staging / name)) for name in files]
+    return [StagedFile(name, (staging / name).stat().st_size, sha256_file(staging / name)) for name in files]
 
 
 def resolve_token() -> str:

@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._utils.hashing import sha256_file
 from ..data.beir import CORPUS_FILE, QUERIES_FILE, document_text, is_beir_folder, load_beir
 from .config import DataConfig, MiningConfig
 
@@ -65,14 +66,6 @@ class DataReport:
     def dataset_entry(self) -> dict[str, Any]:
         """The ``config.training_info["datasets"]`` entry."""
         return {"name": self.name, "path": self.path, "sha256": self.sha256, "num_rows": self.num_rows}
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _hash_files(files: list[Path], root: Path) -> tuple[str, list[dict[str, Any]]]:
