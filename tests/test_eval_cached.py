@@ -17,7 +17,7 @@ from hf_dumpembed.evaluation.cached import (
     save_mteb_result,
     subsample,
 )
-from hf_dumpembed.evaluation.result_files import read_task_result
+from hf_dumpembed.evaluation.results import read_task_result
 from hf_dumpembed.projections.fit import FitOptions, fit_projection, fit_projections
 from tests.eval_fixtures import write_known_task
 from tests.fit_fixtures import folder_digest, write_corpus

@@ -108,7 +108,7 @@ def test_stored_scores_equal_a_full_mteb_run(tiny_run, tmp_path):
 
 
 def test_results_are_filed_in_mteb_layout(tiny_run):
-    from hf_dumpembed.evaluation.result_files import read_task_result, result_files
+    from hf_dumpembed.evaluation.results import read_task_result, result_files
 
     options, run = tiny_run
     files = result_files(options.output_dir / "results")

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .result_files import read_task_result, result_files
+from .results import read_task_result, result_files
 
 DEFAULT_METRIC = "ndcg_at_10"
 _SEED_RE = re.compile(r"^(?P<method>.+?)[-_]seed(?P<seed>\d+)$")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .presets import DEFAULT_DATA_DIR, expand_task_names, official_task
-from .result_files import TABLE_METRICS
+from .results import TABLE_METRICS
 
 logger = logging.getLogger(__name__)
 

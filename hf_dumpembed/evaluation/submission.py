@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data.assets import EMBEDDED_MODELS
-from .result_files import read_task_result
+from .results import read_task_result
 
 LOADER_KWARGS = {"trust_remote_code": True}
 FRAMEWORK = ["Sentence Transformers", "PyTorch"]
