@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ._utils.lazy import lazy_attributes
 
 __version__ = "0.1.0"
 
@@ -23,9 +22,4 @@ _LAZY = {
     "default_decoder_path": "data.assets",
 }
 __all__ = ["__version__", *_LAZY]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    raise AttributeError(f"module 'hf_dumpembed' has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)

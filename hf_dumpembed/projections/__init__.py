@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .._utils.lazy import lazy_attributes
 from .baselines import (
     gamma_map,
     oracle_gamma,
@@ -16,8 +17,12 @@ from .linear import LinearMap
 from .spectemp import SpecTempCurve, SpecTempFit, SpecTempMode, fit_spectemp, spectemp_curve
 from .stats import Spectrum, StreamingStats, eigendecompose
 
+# The folder writer imports the model layer: load it on first use.
+_LAZY = {"FitOptions": "fit", "fit_projection": "fit", "fit_projections": "fit"}
+__getattr__ = lazy_attributes(__name__, _LAZY)
+
 __all__ = [
-    "LinearMap", "SpecTempCurve", "SpecTempFit", "SpecTempMode", "Spectrum", "StreamingStats", "band_size",
+    *_LAZY, "LinearMap", "SpecTempCurve", "SpecTempFit", "SpecTempMode", "Spectrum", "StreamingStats", "band_size",
     "eigendecompose", "embedfilter_map", "fit_spectemp", "gamma_map", "gram_basis", "oracle_gamma", "pca_map",
     "random_project_map", "random_truncate_map", "spectemp_curve", "svd_basis", "truncate_map", "whiten_map",
 ]
