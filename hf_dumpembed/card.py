@@ -17,12 +17,21 @@ from .assets import EMBEDDED_MODELS
 
 TEMPLATE = Path(__file__).resolve().parent / "model_cards" / "dumpembed.md"
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
-POOLING_TEXT = {"cls": "[CLS]", "last": "last-token", "mean": "mean"}
+POOLING_TEXT = {"cls": "[CLS]", "last": "last-token", "mean": "mean",
+                "mean_no_dump": "mean over every token except the [DUMP] slots"}
 INIT_TEXT = {
     "mean": "mean of the vocabulary embedding rows plus small Gaussian noise",
     "cls": "copy of the [CLS]/BOS embedding row plus small Gaussian noise",
     "normal": "N(0, 0.02)",
+    "sep": "exact copy of the [SEP]/EOS embedding row (an attention sink)",
 }
+
+
+def init_text(dump_init: str | None) -> str | None:
+    """The card's words for a ``dump_init`` value (``token:X`` = an exact copy of token X's row)."""
+    if dump_init and dump_init.startswith("token:"):
+        return f"exact copy of the embedding row of the token {dump_init.removeprefix('token:')!r}"
+    return INIT_TEXT.get(dump_init or "")
 CITATIONS = """\
 @inproceedings{dump_tokens_2026,
   title     = {Reducing Representational Interference in Retrieval Embeddings with Trainable Prefix Tokens},
@@ -303,9 +312,12 @@ def card_context(
                  ("tokens (ids)", ", ".join(f"[DUMP{i + 1}] ({t})" for i, t in enumerate(config.get("dump_token_ids",
                                                                                                     []))))]
     dump_rows.append(("placement", f"`{prefix_template(model_dir)}`"))
-    if config.get("dump_init") in INIT_TEXT:
-        dump_rows.append(("initialisation", INIT_TEXT[config["dump_init"]]))
-    dump_rows.append(("pooling", POOLING_TEXT[config.get("pooling", "cls")]))
+    if init_text(config.get("dump_init")):
+        dump_rows.append(("initialisation", init_text(config.get("dump_init"))))
+    pooling_row = POOLING_TEXT[config.get("pooling", "cls")]
+    if config.get("pooling_reason"):
+        pooling_row += f" ({config['pooling_reason']})"
+    dump_rows.append(("pooling", pooling_row))
     return {
         "title": model_id.rstrip("/").split("/")[-1],
         "model_id": model_id,

@@ -56,6 +56,13 @@ def export_stock_st(model_dir: str | Path, out_dir: str | Path, overwrite: bool 
             f"{model_dir} composes a {model.config.prompt_mode!r} prompt inside the model, which stock "
             "sentence-transformers modules cannot express; serve it with remote code (trust_remote_code=True)."
         )
+    if model.config.pooling not in ST_POOLING:
+        raise ValueError(
+            f"{model_dir} pools with {model.config.pooling!r} (the mean without the [DUMP] slots), which stock "
+            "sentence-transformers Pooling cannot express exactly (its include_prompt=False would also drop "
+            "[CLS]); serve it with remote code (trust_remote_code=True), or rebuild with --pooling mean to get a "
+            "stock-exportable model."
+        )
     with staged_output(out_dir, overwrite=overwrite) as staging:
         backbone_dir = staging / "_backbone"
         model.backbone.save_pretrained(backbone_dir, safe_serialization=True)
