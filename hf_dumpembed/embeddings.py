@@ -82,7 +82,9 @@ def init_dump_rows(
     weight[dump_ids] = rows.to(weight.dtype)
 
 
-def copy_source_token_id(tokenizer: PreTrainedTokenizerBase, init: DumpInit | str, init_token: str | None) -> int | None:
+def copy_source_token_id(
+    tokenizer: PreTrainedTokenizerBase, init: DumpInit | str, init_token: str | None
+) -> int | None:
     """The vocabulary id whose row ``sep`` / ``token`` inits copy (None for the other inits)."""
     init = DumpInit(init)
     if init is DumpInit.SEP:

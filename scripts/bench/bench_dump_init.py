@@ -104,7 +104,8 @@ def table(results: dict[str, dict], names: list[tuple]) -> Table:
     rows = []
     inits: dict[str, list[str]] = {}
     for name, k, init, token, _ in names:
-        label = "K=0 (all-MiniLM-L6-v2 itself)" if k == 0 else f"K=4 init {init if init != 'token' else 'token ' + repr(token)}"
+        shown = init if init != "token" else f"token {token!r}"
+        label = "K=0 (all-MiniLM-L6-v2 itself)" if k == 0 else f"K=4 init {shown}"
         inits.setdefault(label, []).append(name)
     for mode in POOLINGS:
         base = statistics.mean(results["K0"][mode].values())
