@@ -31,15 +31,19 @@ from hf_dumpembed.benchmarks import Table, command_line, render_table, write_rec
 
 logger = logging.getLogger("bench_dump_init")
 TASKS = ("ManPages", "PyFAQ", "StdlibCode")
-POOLINGS = ("cls", "mean", "mean_no_dump")
+ENCODER_POOLINGS = ("cls", "mean", "mean_no_dump")
 SEEDED_INITS = ("mean", "cls", "normal")
+POOLINGS = ENCODER_POOLINGS  # the decoder study (--backbone decoder) pools the last token only
 
 
-def variants(sink_token: str, seeds: list[int]) -> list[tuple[str, int, str, str | None, int]]:
-    """(name, K, init, init_token, seed) of every model of the study."""
+def variants(sink_token: str | None, seeds: list[int], decoder: bool) -> list[tuple[str, int, str, str | None, int]]:
+    """(name, K, init, init_token, seed) of every model of the study (decoders: no [CLS] to copy)."""
     rows = [("K0", 0, "sep", None, 0)]
-    rows += [(f"K4-{init}-seed{seed}", 4, init, None, seed) for init in SEEDED_INITS for seed in seeds]
-    rows += [("K4-sep", 4, "sep", None, 0), (f"K4-token:{sink_token}", 4, "token", sink_token, 0)]
+    inits = [i for i in SEEDED_INITS if not (decoder and i == "cls")]
+    rows += [(f"K4-{init}-seed{seed}", 4, init, None, seed) for init in inits for seed in seeds]
+    rows += [("K4-sep", 4, "sep", None, 0)]
+    if sink_token:
+        rows += [(f"K4-token:{sink_token}", 4, "token", sink_token, 0)]
     return rows
 
 
@@ -47,14 +51,18 @@ def pooled_vectors(model, tokenizer, texts: list[str], max_length: int, batch_si
     """Unit-length pooled vectors of ``texts`` for every pooling mode, from one backbone pass (length-sorted)."""
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     hidden = model.config.hidden_size
-    out = {mode: np.zeros((len(texts), hidden), dtype=np.float32) for mode in POOLINGS}
+    modes = POOLINGS if model.config.pooling != "last" else ("last",)
+    out = {mode: np.zeros((len(texts), hidden), dtype=np.float32) for mode in modes}
     for start in range(0, len(texts), batch_size):
         rows = order[start : start + batch_size]
         batch = tokenizer([texts[i] for i in rows], padding=True, truncation=True, max_length=max_length,
                           return_tensors="pt")
         with torch.inference_mode():
+            if modes == ("last",):  # the model's own forward: prompt composition (if any) and last-token pooling
+                out["last"][rows] = F.normalize(model(**batch).pooled_embedding, dim=-1).numpy()
+                continue
             states = model.backbone(**batch).last_hidden_state
-        for mode in POOLINGS:
+        for mode in modes:
             out[mode][rows] = F.normalize(model.pool(states, batch["attention_mask"], mode), dim=-1).numpy()
     return out
 
@@ -62,19 +70,23 @@ def pooled_vectors(model, tokenizer, texts: list[str], max_length: int, batch_si
 def score_model(name: str, k: int, init: str, token: str | None, seed: int, args: argparse.Namespace,
                 collections: dict) -> dict[str, dict[str, float]]:
     """nDCG@10 per pooling and task of one untrained model."""
-    from hf_dumpembed.assets import default_encoder_path
+    from hf_dumpembed.assets import default_decoder_path, default_encoder_path
     from hf_dumpembed.builder import BuildOptions, build_dump_model
     from hf_dumpembed.evaluation.metrics import retrieval_metrics
 
-    options = BuildOptions(num_dump_tokens=k, pooling="mean", init=init, init_token=token, seed=seed)
-    model, tokenizer = build_dump_model(default_encoder_path(), options)
+    decoder = args.backbone == "decoder"
+    options = BuildOptions(num_dump_tokens=k, pooling="last" if decoder else "mean", init=init, init_token=token,
+                           seed=seed, prompt=args.prompt)
+    model, tokenizer = build_dump_model(default_decoder_path() if decoder else default_encoder_path(), options)
     model.eval()
-    scores: dict[str, dict[str, float]] = {mode: {} for mode in POOLINGS}
+    if decoder:
+        tokenizer.padding_side = "left"
+    scores: dict[str, dict[str, float]] = {mode: {} for mode in (("last",) if decoder else POOLINGS)}
     for task, data in collections.items():
         query_ids, doc_ids = list(data.queries), list(data.corpus)
         queries = pooled_vectors(model, tokenizer, [data.queries[i] for i in query_ids], args.max_length, args.batch)
         docs = pooled_vectors(model, tokenizer, [data.document_text(i) for i in doc_ids], args.max_length, args.batch)
-        for mode in POOLINGS:
+        for mode in scores:
             metrics = retrieval_metrics(queries[mode], docs[mode], query_ids, doc_ids, data.qrels)
             scores[mode][task] = float(metrics["ndcg_at_10"])
     logger.info("%s: %s", name, {m: round(statistics.mean(s.values()), 4) for m, s in scores.items()})
@@ -105,9 +117,9 @@ def table(results: dict[str, dict], names: list[tuple]) -> Table:
     inits: dict[str, list[str]] = {}
     for name, k, init, token, _ in names:
         shown = init if init != "token" else f"token {token!r}"
-        label = "K=0 (all-MiniLM-L6-v2 itself)" if k == 0 else f"K=4 init {shown}"
+        label = "K=0 (the source itself)" if k == 0 else f"K=4 init {shown}"
         inits.setdefault(label, []).append(name)
-    for mode in POOLINGS:
+    for mode in results["K0"]:
         base = statistics.mean(results["K0"][mode].values())
         for label, members in inits.items():
             if label.startswith("K=0") and mode == "mean_no_dump":
@@ -132,6 +144,12 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--sink-texts", type=int, default=300, help="training queries the sink is measured on")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--backbone", choices=["encoder", "decoder"], default="encoder",
+                        help="the embedded all-MiniLM-L6-v2, or SmolLM2-135M-Instruct (last-token pooling, on "
+                        "samples of the collections: --max-queries / --max-documents)")
+    parser.add_argument("--prompt", choices=["prompteol", "echo"], default=None, help="decoders: zero-shot prompt")
+    parser.add_argument("--max-queries", type=int, default=100)
+    parser.add_argument("--max-documents", type=int, default=300)
     parser.add_argument("--out", default="runs/bench_dump_init")
     parser.add_argument("--no-record", action="store_true", help="do not write the BENCHMARKS.md section record")
     args = parser.parse_args()
@@ -142,7 +160,13 @@ def main() -> None:
     from hf_dumpembed.beir import load_beir
 
     collections = {task: load_beir(Path(args.data_dir) / task) for task in TASKS}
-    names = variants(sink_token(args, out), args.seeds)
+    decoder = args.backbone == "decoder"
+    if decoder:
+        from hf_dumpembed.evaluation.cached import subsample
+
+        collections = {task: subsample(data, args.max_queries, args.max_documents, seed=0)
+                       for task, data in collections.items()}
+    names = variants(None if decoder else sink_token(args, out), args.seeds, decoder)
     results_file = out / "results.json"
     results = json.loads(results_file.read_text()) if results_file.exists() else {}
     for name, k, init, token, seed in tqdm(names, desc="models", unit="model"):
@@ -157,9 +181,11 @@ def main() -> None:
 
         from hf_dumpembed.machine import machine_info
 
-        write_record("dump-init", tables=[result], command=command_line(), order=45, machine=machine_info(),
+        section = "dump-init" if not decoder else "dump-init-decoder"
+        write_record(section, tables=[result], command=command_line(), order=45, machine=machine_info(),
                      date=date.today().isoformat(),
-                     title="Untrained [DUMP] models: initialisation x pooling (K = 4 vs K = 0)")
+                     title="Untrained [DUMP] models: initialisation x pooling (K = 4 vs K = 0)"
+                     + (" — SmolLM2-135M-Instruct" if decoder else ""))
 
 
 if __name__ == "__main__":
