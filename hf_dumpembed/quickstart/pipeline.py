@@ -42,8 +42,8 @@ def training_config(backbone: str, k: int, data: Path, output: Path, budget: Bud
                     mined: Path, overwrite: bool) -> TrainConfig:
     """The recipe both models are fine-tuned with (only K differs): InfoNCE + GradCache on StdlibCodeTrain."""
     raw: dict[str, Any] = {
-        "model": {"backbone": backbone, "num_dump_tokens": k, "pooling": "mean", "init": "mean", "init_seed": 0,
-                  "max_seq_length": budget.max_seq_length},
+        # pooling and [DUMP] init are the library's defaults (pooling from the source, exact [SEP] copies)
+        "model": {"backbone": backbone, "num_dump_tokens": k, "init_seed": 0, "max_seq_length": budget.max_seq_length},
         "data": {"path": str(data), "format": "beir", "split": "train", "num_negatives": budget.num_negatives,
                  "max_rows": budget.train_rows, "sample_seed": 0,
                  "mining": {"range_max": 50, "relative_margin": 0.05, "cache_dir": str(mined)}},
