@@ -38,12 +38,12 @@ POOLINGS = ENCODER_POOLINGS  # the decoder study (--backbone decoder) pools the 
 
 def variants(sink_token: str | None, seeds: list[int], decoder: bool) -> list[tuple[str, int, str, str | None, int]]:
     """(name, K, init, init_token, seed) of every model of the study (decoders: no [CLS] to copy)."""
-    rows = [("K0", 0, "sep", None, 0)]
     inits = [i for i in SEEDED_INITS if not (decoder and i == "cls")]
-    rows += [(f"K4-{init}-seed{seed}", 4, init, None, seed) for init in inits for seed in seeds]
-    rows += [("K4-sep", 4, "sep", None, 0)]
+    rows = [("K0", 0, "sep", None, 0), ("K4-sep", 4, "sep", None, 0)]
+    # seed-major, so that one seed of every init is in before the repeats
+    rows += [(f"K4-{init}-seed{seed}", 4, init, None, seed) for seed in seeds for init in inits]
     if sink_token:
-        rows += [(f"K4-token:{sink_token}", 4, "token", sink_token, 0)]
+        rows.insert(2 + len(inits), (f"K4-token:{sink_token}", 4, "token", sink_token, 0))
     return rows
 
 
