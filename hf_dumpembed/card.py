@@ -296,7 +296,12 @@ def card_context(
             f"Inputs are truncated to {tokenizer_config['model_max_length']} tokens, [DUMP] and special tokens "
             "included."
         )
-    if not stock:
+    if not stock and config.get("pooling") == "mean_no_dump":
+        limitations.append(
+            "Loading needs `trust_remote_code=True`: the mean without the [DUMP] slots has no stock "
+            "sentence-transformers equivalent, so this model has no stock export."
+        )
+    elif not stock:
         limitations.append("Loading needs `trust_remote_code=True` (or use the stock export, which does not).")
 
     model_id = model_id or str(model_dir)
@@ -332,6 +337,7 @@ def card_context(
         "num_dump_tokens": k,
         "dump_rows": dump_rows,
         "pooling_text": POOLING_TEXT[config.get("pooling", "cls")],
+        "stock_exportable": config.get("pooling") != "mean_no_dump",
         "projected": projection is not None,
         "projection": projection,
         "training": training,

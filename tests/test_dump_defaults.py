@@ -152,3 +152,11 @@ def test_stock_export_refuses_the_mean_without_dump_slots(tiny_bert, tmp_path):
     with pytest.raises(ValueError, match="cannot express exactly"):
         export_stock_st(model_dir, tmp_path / "stock")
     assert not (tmp_path / "stock").exists()
+
+
+def test_card_states_the_pooling_reason_and_the_missing_stock_export(tiny_bert, tmp_path):
+    source = _as_st_folder(tiny_bert, tmp_path / "source", "mean_tokens")
+    card = (build(source, tmp_path / "model", BuildOptions(num_dump_tokens=2)) / "README.md").read_text()
+    assert "mean over every token except the [DUMP] slots (the source's sentence-transformers Pooling is mean" in card
+    assert "exact copy of the [SEP]/EOS embedding row" in card
+    assert "has no stock export" in card and "hf-dumpembed export-st" not in card
