@@ -47,6 +47,12 @@ def projection_as_dense(model: DumpEmbedModel) -> Dense:
     )
 
 
+def stock_exportable(model_dir: str | Path) -> bool:
+    """Whether stock sentence-transformers modules can reproduce this folder exactly (see `export_stock_st`)."""
+    config = json.loads((Path(model_dir) / "config.json").read_text())
+    return config.get("pooling") in ST_POOLING and config.get("prompt_mode") is None
+
+
 def export_stock_st(model_dir: str | Path, out_dir: str | Path, overwrite: bool = False) -> Path:
     """Write ``out_dir`` as a stock sentence-transformers model reproducing ``model_dir``'s vectors."""
     model_dir = Path(model_dir)

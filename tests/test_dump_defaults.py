@@ -4,7 +4,6 @@ the sink-copy inits, the [DUMP] rows' own learning rate, and the stock export's 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -16,22 +15,14 @@ from hf_dumpembed.builder import BuildOptions, build, build_dump_model, source_p
 from hf_dumpembed.export import export_stock_st
 from hf_dumpembed.training.config import config_from_dict
 from hf_dumpembed.training.trainer import train
+from tests.tiny_models import as_sentence_transformers_folder
 from tests.training_fixtures import run_config, toy_rows, write_jsonl
 
 TEXTS = ["a short text", "a somewhat longer text about reading files line by line", "x"]
 
 
 def _as_st_folder(backbone: Path, out: Path, mode: str) -> Path:
-    """A copy of ``backbone`` with sentence-transformers files whose Pooling module uses ``mode``."""
-    shutil.copytree(backbone, out)
-    (out / "modules.json").write_text(json.dumps([
-        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-    ]))
-    (out / "1_Pooling").mkdir()
-    flags = {f"pooling_mode_{name}": name == mode for name in ("cls_token", "mean_tokens", "max_tokens", "lasttoken")}
-    (out / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": 32, **flags}))
-    return out
+    return as_sentence_transformers_folder(backbone, out, mode)
 
 
 @pytest.mark.parametrize(("mode", "k", "expected"), [
