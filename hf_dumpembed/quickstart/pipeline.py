@@ -283,6 +283,8 @@ def _report(run: Quickstart, steps: StepRunner, wall_seconds: float) -> None:
     say(f"Held-out nDCG@10 ({b.name} budget; trained and fitted on {TRAIN_COLLECTION} only; texts/s = documents "
         "encoded per second, side by side on this machine)")
     say(results_table(run.results, tasks, baseline="k0"))
+    say("(one training seed: a difference between the fine-tuned rows smaller than about 1% is within the "
+        "seed-to-seed spread measured over 3 paired seeds in BENCHMARKS.md, 'Training with [DUMP] tokens')")
     if run.decoder_results:
         decoder_tasks = sorted({t for r in run.decoder_results for t in r.scores})
         say("")
