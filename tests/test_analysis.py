@@ -116,3 +116,23 @@ def test_analyze_writes_json_and_png_side_by_side(bert_dump_model: Path, tiny_be
     assert result.plot_path.stat().st_size > 1000 and result.lens_path is None
     with pytest.raises(FileNotFoundError, match="not a model folder"):
         analyze([tmp_path / "nothing"], TEXTS, tmp_path / "out2")
+
+
+def test_attention_sinks_equal_a_direct_computation(bert_dump_model: Path) -> None:
+    from collections import defaultdict
+
+    from hf_dumpembed.analysis.token_stats import attention_sinks
+
+    sinks = attention_sinks(bert_dump_model, TEXTS * 3, top=50, min_count=3, progress=False)
+    model, tokenizer = load_for_analysis(bert_dump_model)
+    received, seen = defaultdict(float), defaultdict(int)
+    for text in TEXTS * 3:
+        encoding = encode_one(tokenizer, text, None)
+        _, attention = backbone_forward(model, encoding)
+        for position, token_id in enumerate(encoding["input_ids"][0].tolist()):
+            received[token_id] += float(attention[:, position].mean())
+            seen[token_id] += 1
+    expected = {t: received[t] / seen[t] for t in seen if seen[t] >= 3 and t not in model.config.dump_token_ids}
+    assert {s["id"]: s["attention"] for s in sinks} == pytest.approx(expected, rel=1e-5)
+    assert [s["attention"] for s in sinks] == sorted((s["attention"] for s in sinks), reverse=True)
+    assert tokenizer.cls_token_id in {s["id"] for s in sinks if s["special"]}

@@ -14,6 +14,7 @@ from hf_dumpembed.quickstart import Budget, QuickstartOptions, run_quickstart
 from hf_dumpembed.quickstart.data import prepare_collections
 from hf_dumpembed.quickstart.steps import StepRunner
 from tests.fit_fixtures import corpus_texts
+from tests.tiny_models import as_sentence_transformers_folder
 
 TINY_BUDGET = Budget(
     name="tiny", train_rows=24, batch_size=8, mini_batch_size=4, num_negatives=0, steps=2, max_seq_length=24,
@@ -46,7 +47,9 @@ def tiny_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def tiny_run(tiny_bert: Path, tiny_llama: Path, tiny_data: Path, tmp_path_factory: pytest.TempPathFactory):
     out = tmp_path_factory.mktemp("quickstart") / "run"
-    options = QuickstartOptions(output_dir=out, data_dir=tiny_data, encoder=str(tiny_bert), decoder=True,
+    # like all-MiniLM-L6-v2: a sentence-transformers folder with mean pooling (the [DUMP] model's pooling follows it)
+    encoder = as_sentence_transformers_folder(tiny_bert, out.parent / "tiny-st-encoder")
+    options = QuickstartOptions(output_dir=out, data_dir=tiny_data, encoder=str(encoder), decoder=True,
                                 decoder_backbone=str(tiny_llama), budget=TINY_BUDGET,
                                 eval_tasks=("PyFAQ", "StdlibCode"), repo_id="test-org/tiny-quickstart", progress=False)
     return options, run_quickstart(options)

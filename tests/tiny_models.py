@@ -158,3 +158,21 @@ def save_tiny_qwen2(folder: Path, padded_rows: int = 16) -> Path:
     Qwen2ForCausalLM(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+def as_sentence_transformers_folder(backbone: Path, out: Path, mode: str = "mean_tokens") -> Path:
+    """A copy of ``backbone`` with the sentence-transformers files of a model whose Pooling uses ``mode``
+    (``mean_tokens``, ``cls_token``, ``lasttoken``, ``max_tokens``), as all-MiniLM-L6-v2 ships them."""
+    import json
+    import shutil
+
+    shutil.copytree(backbone, out)
+    (out / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+    ]))
+    (out / "1_Pooling").mkdir()
+    hidden = json.loads((backbone / "config.json").read_text())["hidden_size"]
+    flags = {f"pooling_mode_{name}": name == mode for name in ("cls_token", "mean_tokens", "max_tokens", "lasttoken")}
+    (out / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": hidden, **flags}))
+    return out

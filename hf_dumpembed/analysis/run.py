@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .logit_lens import DEFAULT_RATIO, LogitLens, logit_lens
 from .plots import plot_token_statistics
-from .token_stats import TokenStatistics, token_statistics
+from .token_stats import TokenStatistics, attention_sinks, token_statistics
 
 LENS_TEXTS = 8
 
@@ -22,6 +22,7 @@ class AnalysisResult:
     json_path: Path
     plot_path: Path | None
     lens_path: Path | None
+    sinks: dict[str, list[dict]] | None = None
 
 
 def _is_decoder(model_dir: Path) -> bool:
@@ -31,7 +32,7 @@ def _is_decoder(model_dir: Path) -> bool:
 
 def analyze(
     model_dirs: list[str | Path], texts: list[str], out: str | Path, labels: list[str] | None = None,
-    max_length: int | None = None, ratio: int = DEFAULT_RATIO, plot: bool = True,
+    max_length: int | None = None, ratio: int = DEFAULT_RATIO, plot: bool = True, sinks: int = 0,
 ) -> AnalysisResult:
     """Measure each model on ``texts``; write ``OUT/analysis.json``, ``OUT/token_statistics.png`` and, for
     decoders, ``OUT/logit_lens.md`` (top tokens before/after EmbedFilter on the first texts)."""
@@ -52,6 +53,11 @@ def analyze(
         "models": {label: s.to_dict() for label, s in zip(labels, statistics, strict=True)},
         "logit_lens": [lens.to_dict() for lens in lenses],
     }
+    sink_lists = None
+    if sinks:
+        sink_lists = {label: attention_sinks(m, texts, max_length=max_length, top=sinks, progress=False)
+                      for label, m in zip(labels, model_dirs, strict=True)}
+        payload["attention_sinks"] = sink_lists
     json_path = out / "analysis.json"
     json_path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     plot_path = plot_token_statistics(statistics, labels, out / "token_statistics.png") if plot else None
@@ -59,7 +65,7 @@ def analyze(
     if lenses:
         lens_path = out / "logit_lens.md"
         lens_path.write_text("\n".join(lens.markdown() for lens in lenses), encoding="utf-8")
-    return AnalysisResult(statistics, lenses, json_path, plot_path, lens_path)
+    return AnalysisResult(statistics, lenses, json_path, plot_path, lens_path, sink_lists)
 
 
 def describe(result: AnalysisResult, labels: list[str]) -> str:
@@ -70,6 +76,9 @@ def describe(result: AnalysisResult, labels: list[str]) -> str:
         attention = "  ".join(f"{g} {v:.0f}" for g, v in stats.attention_from_stopwords.items())
         lines += [f"{label}: {stats.num_texts} texts", f"  mean norm:      {norms}",
                   f"  stopword attn ×1e5: {attention}"]
+        if result.sinks:
+            lines.append("  attention sinks: " + "  ".join(
+                f"{s['token']} {s['attention']:.3f}" for s in result.sinks[label]))
     lines.append(f"wrote {result.json_path}" + (f", {result.plot_path}" if result.plot_path else "")
                  + (f", {result.lens_path}" if result.lens_path else ""))
     return "\n".join(lines)

@@ -119,3 +119,32 @@ def token_statistics(
             target: ATTENTION_SCALE * attention_sums[target] / stopword_tokens for target in targets
         } if stopword_tokens else {},
     )
+
+
+def attention_sinks(model_dir: str | Path, texts: list[str], max_length: int | None = None, top: int = 10,
+                    min_count: int = 20, progress: bool = True) -> list[dict[str, Any]]:
+    """The vocabulary tokens that receive the most last-layer attention per occurrence (head mean, averaged over
+    the text's query positions), ordinary and special tokens alike, most-attended first.
+
+    Clark et al. (2019, "What Does BERT Look At?") found BERT's heads park attention on [SEP] and punctuation; this
+    measures it for any model, e.g. to pick the token whose row ``hf-dumpembed build --init token`` copies.
+    Tokens seen fewer than ``min_count`` times are left out.
+    """
+    model, tokenizer = load_for_analysis(model_dir)
+    received: dict[int, float] = defaultdict(float)
+    seen: dict[int, int] = defaultdict(int)
+    for text in tqdm(texts, desc=f"attention sinks {Path(model_dir).name}", unit="text", disable=not progress):
+        encoding = encode_one(tokenizer, text, max_length)
+        _, attention = backbone_forward(model, encoding)
+        per_key = attention.mean(dim=0)  # mean over query positions: the share of attention each token receives
+        for token_id, share in zip(encoding["input_ids"][0].tolist(), per_key.tolist(), strict=True):
+            received[token_id] += share
+            seen[token_id] += 1
+    dump_ids = set(model.config.dump_token_ids)
+    rows = [
+        {"token": tokenizer.convert_ids_to_tokens(token_id), "id": token_id, "count": seen[token_id],
+         "attention": received[token_id] / seen[token_id], "special": token_id in tokenizer.all_special_ids}
+        for token_id in seen
+        if seen[token_id] >= min_count and token_id not in dump_ids
+    ]
+    return sorted(rows, key=lambda row: -row["attention"])[:top]

@@ -31,7 +31,7 @@ def _analyze(args: argparse.Namespace) -> None:
     labels = args.label or None
     texts = read_texts(args.texts, args.max_texts)
     result = analyze(models, texts, args.out, labels=labels, max_length=args.max_length, ratio=args.ratio,
-                     plot=not args.no_plot)
+                     plot=not args.no_plot, sinks=args.sinks)
     say(describe(result, labels or [p.rstrip("/").split("/")[-1] for p in models]))
 
 
@@ -54,4 +54,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     analyze.add_argument("--ratio", type=int, default=2, help="EmbedFilter ratio τ for the logit lens (default: 2)")
     analyze.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     analyze.add_argument("--no-plot", action="store_true", help="skip the PNG (no matplotlib needed)")
+    analyze.add_argument("--sinks", type=int, default=0, metavar="N",
+                         help="also list the N tokens that receive the most last-layer attention per occurrence "
+                         "(attention sinks; e.g. the token for `build --init token --init-token T`)")
     analyze.set_defaults(func=_analyze)

@@ -16,6 +16,7 @@ def _build(args: argparse.Namespace) -> None:
         num_dump_tokens=args.dump_tokens,
         pooling=args.pooling,
         init=args.init,
+        init_token=args.init_token,
         max_seq_length=args.max_seq_length,
         seed=args.seed,
         prompt=args.prompt,
@@ -76,11 +77,17 @@ def _add_build(commands: argparse._SubParsersAction) -> None:
     build.add_argument("out", help="output folder (must not exist or be empty, unless --overwrite)")
     build.add_argument("--dump-tokens", type=int, default=4, metavar="K",
                        help="number of [DUMP] tokens; 0 builds the plain baseline (default: 4)")
-    build.add_argument("--pooling", choices=["cls", "last", "mean"], default=None,
-                       help="default: cls for encoders, last for decoders")
-    build.add_argument("--init", choices=["mean", "cls", "normal"], default="mean",
-                       help="[DUMP] row init: vocabulary mean + small noise, copy of [CLS]/BOS, or N(0, 0.02) "
-                       "(default: mean)")
+    build.add_argument("--pooling", choices=["auto", "cls", "last", "mean", "mean_no_dump"], default="auto",
+                       help="auto (default): the source's own sentence-transformers pooling (mean becomes "
+                       "mean_no_dump, the mean without the [DUMP] slots, when K > 0), else cls for encoders and "
+                       "last for decoders. The choice and the reason are printed and shown in the card")
+    build.add_argument("--init", choices=["sep", "mean", "cls", "normal", "token"], default="sep",
+                       help="[DUMP] row init: sep (default) = exact copy of [SEP]/EOS, an attention sink; mean = "
+                       "vocabulary mean + small noise; cls = copy of [CLS]/BOS + noise; normal = N(0, 0.02); token = "
+                       "exact copy of --init-token. See BENCHMARKS.md for the measured comparison")
+    build.add_argument("--init-token", default=None, metavar="TOKEN",
+                       help="with --init token: the vocabulary token to copy, spelled as the tokenizer spells it "
+                       "(e.g. '.'); `hf-dumpembed analyze --sinks N` lists the tokens the heads attend to most")
     build.add_argument("--max-seq-length", type=int, default=None,
                        help="longest input in tokens, [DUMP] and special tokens included (default: the "
                        "backbone's sentence-transformers setting, else its position limit)")

@@ -18,18 +18,26 @@ from ..remote import DumpEmbedConfig, DumpEmbedModel
 from ..remote.modeling_dumpembed import DumpProjection
 from .backbone import is_decoder_backbone
 from .card import write_card
-from .embeddings import DumpInit, grow_embeddings, init_dump_rows
+from .embeddings import DumpInit, copy_source_token_id, grow_embeddings, init_dump_rows
 from .st_files import write_sentence_transformers_files
 from .tokenizer import add_dump_tokens, save_dump_tokenizer
 
 logger = logging.getLogger(__name__)
 
 class Pooling(str, Enum):
-    """Pooling of the backbone's last hidden states: [CLS] (encoders), last token (decoders) or mean."""
+    """Pooling of the backbone's last hidden states: [CLS], last token, mean, or mean without the [DUMP] slots."""
 
     CLS = "cls"
     LAST = "last"
     MEAN = "mean"
+    MEAN_NO_DUMP = "mean_no_dump"
+
+
+# sentence-transformers Pooling modes we can reproduce exactly (the others are refused by `source_pooling`).
+_ST_POOLING_MODES = {"pooling_mode_cls_token": Pooling.CLS, "pooling_mode_lasttoken": Pooling.LAST,
+                     "pooling_mode_mean_tokens": Pooling.MEAN}
+# What a source's mean pooling becomes once K > 0 [DUMP] tokens are prepended (chosen from BENCHMARKS.md's study).
+MEAN_POOLING_WITH_DUMP = Pooling.MEAN_NO_DUMP
 
 
 @dataclass(frozen=True)
@@ -38,8 +46,10 @@ class BuildOptions:
 
     Args:
         num_dump_tokens: K, the number of [DUMP] tokens (0 = the plain baseline through the same code).
-        pooling: None picks `cls` for encoders and `last` for decoders.
+        pooling: None (auto) takes the source's own sentence-transformers Pooling when it has one (mean becomes
+            `MEAN_POOLING_WITH_DUMP` for K > 0), else `cls` for encoders and `last` for decoders.
         init: how the [DUMP] embedding rows start (see `DumpInit`).
+        init_token: the vocabulary token whose row ``init="token"`` copies.
         max_seq_length: longest tokenized input, [DUMP] tokens included; None takes the backbone's
             sentence-transformers setting, else the tokenizer's `model_max_length` capped at the position limit.
         normalize: L2-normalise the output embedding.
@@ -50,7 +60,8 @@ class BuildOptions:
 
     num_dump_tokens: int = 4
     pooling: Pooling | None = None
-    init: DumpInit = DumpInit.MEAN
+    init: DumpInit = DumpInit.SEP
+    init_token: str | None = None
     max_seq_length: int | None = None
     normalize: bool = True
     seed: int = 0
@@ -59,6 +70,8 @@ class BuildOptions:
     def __post_init__(self) -> None:
         if not isinstance(self.num_dump_tokens, int) or self.num_dump_tokens < 0:
             raise ValueError(f"num_dump_tokens must be an integer >= 0; got {self.num_dump_tokens!r}.")
+        if self.pooling == "auto":
+            object.__setattr__(self, "pooling", None)
         if self.pooling is not None:
             object.__setattr__(self, "pooling", _choice(Pooling, self.pooling, "pooling"))
         object.__setattr__(self, "init", _choice(DumpInit, self.init, "init"))
@@ -79,6 +92,47 @@ def _choice(enum: type[Enum], value: object, name: str) -> Enum:
     except ValueError:
         allowed = tuple(member.value for member in enum)
         raise ValueError(f"{name} must be one of {allowed}; got {value!r}.") from None
+
+
+def source_pooling(backbone: str, revision: str | None = None) -> Pooling | None:
+    """The Pooling mode of a sentence-transformers folder/repo (None when the source is not one)."""
+    modules_file = load_file_path(backbone, "modules.json", revision=revision)
+    if modules_file is None:
+        return None
+    for module in json.loads(Path(modules_file).read_text()):
+        if not str(module.get("type", "")).endswith("Pooling"):
+            continue
+        config_file = load_file_path(backbone, f"{module.get('path', '')}/config.json".lstrip("/"), revision=revision)
+        if config_file is None:
+            return None
+        config = json.loads(Path(config_file).read_text())
+        if "pooling_mode" in config:  # newer sentence-transformers spell it as one string
+            config = {f"pooling_mode_{config['pooling_mode']}": True}
+        active = [key for key, value in config.items() if key.startswith("pooling_mode_") and value]
+        if len(active) == 1 and active[0] in _ST_POOLING_MODES:
+            return _ST_POOLING_MODES[active[0]]
+        raise ValueError(
+            f"{backbone!r} pools with {active or 'no mode'} in its sentence-transformers config; DumpEmbed "
+            "reproduces cls, lasttoken and mean. Pass --pooling cls|last|mean|mean_no_dump to choose one."
+        )
+    return None
+
+
+def choose_pooling(options: BuildOptions, backbone: str, decoder: bool, revision: str | None) -> tuple[Pooling, str]:
+    """(pooling, why): the explicit option, else the source's own sentence-transformers pooling, else cls/last."""
+    if options.pooling is not None:
+        return options.pooling, "set explicitly"
+    source = source_pooling(backbone, revision)
+    if source is Pooling.MEAN and options.num_dump_tokens > 0:
+        return MEAN_POOLING_WITH_DUMP, (
+            "the source's sentence-transformers Pooling is mean; with K > 0 the mean leaves the [DUMP] slots out"
+            if MEAN_POOLING_WITH_DUMP is Pooling.MEAN_NO_DUMP else "the source's sentence-transformers Pooling: mean"
+        )
+    if source is not None:
+        return source, f"the source's sentence-transformers Pooling: {source.value}"
+    if decoder:
+        return Pooling.LAST, "no sentence-transformers Pooling in the source; a decoder pools its last token"
+    return Pooling.CLS, "no sentence-transformers Pooling in the source; an encoder pools [CLS]"
 
 
 def _default_max_seq_length(
@@ -142,7 +196,8 @@ def build_dump_model(
             "decoders only. Save its encoder on its own (e.g. T5EncoderModel) and build from that folder."
         )
     decoder = is_decoder_backbone(model.config)
-    pooling = options.pooling or (Pooling.LAST if decoder else Pooling.CLS)
+    pooling, pooling_reason = choose_pooling(options, str(backbone), decoder, revision)
+    logger.warning("Pooling: %s (%s)", pooling.value, pooling_reason)
     max_seq_length = options.max_seq_length or _default_max_seq_length(str(backbone), tokenizer, model.config, revision)
 
     position_limit = getattr(model.config, "max_position_embeddings", None)
@@ -156,7 +211,9 @@ def build_dump_model(
     if dump.ids:
         grow_embeddings(model, max(dump.ids) + 1)
     first_token_id = tokenizer("x")["input_ids"][0] if dump.offset > 0 else None
-    init_dump_rows(model, list(dump.ids), options.init, first_token_id=first_token_id, seed=options.seed)
+    copy_token_id = copy_source_token_id(tokenizer, options.init, options.init_token)
+    init_dump_rows(model, list(dump.ids), options.init, first_token_id=first_token_id, seed=options.seed,
+                   copy_token_id=copy_token_id)
     tokenizer.model_max_length = max_seq_length
 
     config = DumpEmbedConfig(
@@ -167,7 +224,8 @@ def build_dump_model(
         pooling=pooling.value,
         normalize=options.normalize,
         base_model=embedded_hub_id(backbone) or str(backbone),
-        dump_init=options.init.value,
+        dump_init=options.init.value if options.init is not DumpInit.TOKEN else f"token:{options.init_token}",
+        pooling_reason=pooling_reason,
     )
     dump_model = wrap_backbone(config, model)
     if options.prompt is not None:

@@ -17,12 +17,21 @@ from ..data.assets import EMBEDDED_MODELS
 
 TEMPLATE = Path(__file__).resolve().parent.parent / "model_cards" / "dumpembed.md"
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
-POOLING_TEXT = {"cls": "[CLS]", "last": "last-token", "mean": "mean"}
+POOLING_TEXT = {"cls": "[CLS]", "last": "last-token", "mean": "mean",
+                "mean_no_dump": "mean over every token except the [DUMP] slots"}
 INIT_TEXT = {
     "mean": "mean of the vocabulary embedding rows plus small Gaussian noise",
     "cls": "copy of the [CLS]/BOS embedding row plus small Gaussian noise",
     "normal": "N(0, 0.02)",
+    "sep": "exact copy of the [SEP]/EOS embedding row (an attention sink)",
 }
+
+
+def init_text(dump_init: str | None) -> str | None:
+    """The card's words for a ``dump_init`` value (``token:X`` = an exact copy of token X's row)."""
+    if dump_init and dump_init.startswith("token:"):
+        return f"exact copy of the embedding row of the token {dump_init.removeprefix('token:')!r}"
+    return INIT_TEXT.get(dump_init or "")
 CITATIONS = """\
 @inproceedings{dump_tokens_2026,
   title     = {Reducing Representational Interference in Retrieval Embeddings with Trainable Prefix Tokens},
@@ -255,9 +264,12 @@ def _dump_rows(model_dir: Path, config: dict[str, Any]) -> list[tuple[str, str]]
                  ("tokens (ids)", ", ".join(f"[DUMP{i + 1}] ({t})" for i, t in enumerate(config.get("dump_token_ids",
                                                                                                     []))))]
     dump_rows.append(("placement", f"`{prefix_template(model_dir)}`"))
-    if config.get("dump_init") in INIT_TEXT:
-        dump_rows.append(("initialisation", INIT_TEXT[config["dump_init"]]))
-    dump_rows.append(("pooling", POOLING_TEXT[config.get("pooling", "cls")]))
+    if init_text(config.get("dump_init")):
+        dump_rows.append(("initialisation", init_text(config.get("dump_init"))))
+    pooling_row = POOLING_TEXT[config.get("pooling", "cls")]
+    if config.get("pooling_reason"):
+        pooling_row += f" ({config['pooling_reason']})"
+    dump_rows.append(("pooling", pooling_row))
     return dump_rows
 
 
@@ -299,7 +311,12 @@ def card_context(
             f"Inputs are truncated to {tokenizer_config['model_max_length']} tokens, [DUMP] and special tokens "
             "included."
         )
-    if not stock:
+    if not stock and config.get("pooling") == "mean_no_dump":
+        limitations.append(
+            "Loading needs `trust_remote_code=True`: the mean without the [DUMP] slots has no stock "
+            "sentence-transformers equivalent, so this model has no stock export."
+        )
+    elif not stock:
         limitations.append("Loading needs `trust_remote_code=True` (or use the stock export, which does not).")
 
     model_id = model_id or str(model_dir)
@@ -325,6 +342,7 @@ def card_context(
         "num_dump_tokens": k,
         "dump_rows": _dump_rows(model_dir, config),
         "pooling_text": POOLING_TEXT[config.get("pooling", "cls")],
+        "stock_exportable": config.get("pooling") != "mean_no_dump",
         "projected": projection is not None,
         "projection": projection,
         "training": training,

@@ -5,15 +5,24 @@ from __future__ import annotations
 from enum import Enum
 
 import torch
-from transformers import PreTrainedModel
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 
 class DumpInit(str, Enum):
-    """How the [DUMP] rows start: vocabulary mean + small noise (default), a copy of [CLS]/BOS, or N(0, 0.02)."""
+    """How the [DUMP] rows start.
+
+    ``mean``: vocabulary mean + small noise; ``cls``: a copy of [CLS]/BOS + small noise; ``normal``: N(0, 0.02);
+    ``sep``: an exact copy of the trailing special token ([SEP] for encoders, EOS for decoders), the token BERT's
+    heads park attention on (Clark et al., 2019, "What Does BERT Look At?"); ``token``: an exact copy of one named
+    vocabulary token (``init_token``, e.g. "." — the other attention sink Clark et al. found; `hf-dumpembed analyze`
+    lists the tokens a model's heads attend to most).
+    """
 
     MEAN = "mean"
     CLS = "cls"
     NORMAL = "normal"
+    SEP = "sep"
+    TOKEN = "token"
 
 
 MEAN_NOISE_SCALE = 0.01  # noise std, relative to the per-dimension std of the vocabulary rows
@@ -34,6 +43,7 @@ def init_dump_rows(
     init: DumpInit | str = DumpInit.MEAN,
     first_token_id: int | None = None,
     seed: int = 0,
+    copy_token_id: int | None = None,
 ) -> None:
     """Set the embedding rows of ``dump_ids`` in place.
 
@@ -41,11 +51,17 @@ def init_dump_rows(
     vocabulary), so the K rows start close to an average token yet distinct from each other.
     ``cls``: copy of the row of ``first_token_id`` ([CLS] or BOS) plus the same small noise.
     ``normal``: N(0, 0.02).
+    ``sep`` / ``token``: exact copies (no noise) of the row of ``copy_token_id`` ([SEP]/EOS, or the named token).
     """
     init = DumpInit(init)
     if not dump_ids:
         return
     weight = backbone.get_input_embeddings().weight
+    if init in (DumpInit.SEP, DumpInit.TOKEN):
+        if copy_token_id is None:
+            raise ValueError(f"init={init.value!r} copies a token's row, but no token id was given.")
+        weight[dump_ids] = weight[copy_token_id].detach().clone()[None, :].expand(len(dump_ids), -1)
+        return
     generator = torch.Generator().manual_seed(seed)
     keep = torch.ones(weight.shape[0], dtype=torch.bool)
     keep[dump_ids] = False
@@ -64,3 +80,28 @@ def init_dump_rows(
     else:
         rows = torch.randn(len(dump_ids), weight.shape[1], generator=generator, dtype=torch.float64) * 0.02
     weight[dump_ids] = rows.to(weight.dtype)
+
+
+def copy_source_token_id(
+    tokenizer: PreTrainedTokenizerBase, init: DumpInit | str, init_token: str | None
+) -> int | None:
+    """The vocabulary id whose row ``sep`` / ``token`` inits copy (None for the other inits)."""
+    init = DumpInit(init)
+    if init is DumpInit.SEP:
+        token_id = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
+        if token_id is None:
+            raise ValueError("init='sep' copies the [SEP]/EOS row, but this tokenizer has neither; use init='mean'.")
+        return int(token_id)
+    if init is DumpInit.TOKEN:
+        if not init_token:
+            raise ValueError("init='token' needs init_token, the vocabulary token to copy (e.g. '.').")
+        token_id = tokenizer.convert_tokens_to_ids(init_token)
+        if token_id is None or token_id == tokenizer.unk_token_id:
+            raise ValueError(
+                f"init_token={init_token!r} is not one token of this vocabulary; give a token exactly as the "
+                "tokenizer spells it (e.g. '.' for BERT, 'Ġthe' for byte-level BPE)."
+            )
+        return int(token_id)
+    if init_token:
+        raise ValueError(f"init_token={init_token!r} is only used with init='token'; got init={init.value!r}.")
+    return None

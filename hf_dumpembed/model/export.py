@@ -47,6 +47,12 @@ def projection_as_dense(model: DumpEmbedModel) -> Dense:
     )
 
 
+def stock_exportable(model_dir: str | Path) -> bool:
+    """Whether stock sentence-transformers modules can reproduce this folder exactly (see `export_stock_st`)."""
+    config = json.loads((Path(model_dir) / "config.json").read_text())
+    return config.get("pooling") in ST_POOLING and config.get("prompt_mode") is None
+
+
 def export_stock_st(model_dir: str | Path, out_dir: str | Path, overwrite: bool = False) -> Path:
     """Write ``out_dir`` as a stock sentence-transformers model reproducing ``model_dir``'s vectors."""
     model_dir = Path(model_dir)
@@ -55,6 +61,13 @@ def export_stock_st(model_dir: str | Path, out_dir: str | Path, overwrite: bool 
         raise ValueError(
             f"{model_dir} composes a {model.config.prompt_mode!r} prompt inside the model, which stock "
             "sentence-transformers modules cannot express; serve it with remote code (trust_remote_code=True)."
+        )
+    if model.config.pooling not in ST_POOLING:
+        raise ValueError(
+            f"{model_dir} pools with {model.config.pooling!r} (the mean without the [DUMP] slots), which stock "
+            "sentence-transformers Pooling cannot express exactly (its include_prompt=False would also drop "
+            "[CLS]); serve it with remote code (trust_remote_code=True), or rebuild with --pooling mean to get a "
+            "stock-exportable model."
         )
     with staged_output(out_dir, overwrite=overwrite) as staging:
         backbone_dir = staging / "_backbone"

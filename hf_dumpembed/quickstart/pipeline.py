@@ -21,7 +21,7 @@ from ..data.assets import default_decoder_path, default_encoder_path
 from ..data.beir import load_beir
 from ..model.builder import BuildOptions, build
 from ..model.card import write_card
-from ..model.export import export_stock_st
+from ..model.export import export_stock_st, stock_exportable
 from ..model.verify import ParityReport, check_load_paths
 from ..projections.fit import FitOptions, fit_projections
 from ..publishing.hub import push_folder
@@ -42,8 +42,8 @@ def training_config(backbone: str, k: int, data: Path, output: Path, budget: Bud
                     mined: Path, overwrite: bool) -> TrainConfig:
     """The recipe both models are fine-tuned with (only K differs): InfoNCE + GradCache on StdlibCodeTrain."""
     raw: dict[str, Any] = {
-        "model": {"backbone": backbone, "num_dump_tokens": k, "pooling": "mean", "init": "mean", "init_seed": 0,
-                  "max_seq_length": budget.max_seq_length},
+        # pooling and [DUMP] init are the library's defaults (pooling from the source, exact [SEP] copies)
+        "model": {"backbone": backbone, "num_dump_tokens": k, "init_seed": 0, "max_seq_length": budget.max_seq_length},
         "data": {"path": str(data), "format": "beir", "split": "train", "num_negatives": budget.num_negatives,
                  "max_rows": budget.train_rows, "sample_seed": 0,
                  "mining": {"range_max": 50, "relative_margin": 0.05, "cache_dir": str(mined)}},
@@ -163,8 +163,13 @@ class Quickstart:
 
     def verify(self) -> None:
         f = self.folders
-        export_stock_st(f["spectemp"], f["stock"], overwrite=True)
-        self.parity["spectemp"] = check_load_paths(f["spectemp"], stock_export_dir=f["stock"])
+        stock = None
+        if stock_exportable(f["spectemp"]):
+            stock = export_stock_st(f["spectemp"], f["stock"], overwrite=True)
+        else:
+            say("        no stock export: the mean without the [DUMP] slots has no stock sentence-transformers "
+                "equivalent (serve with trust_remote_code=True)")
+        self.parity["spectemp"] = check_load_paths(f["spectemp"], stock_export_dir=stock)
         say(self.parity["spectemp"].describe())
         if not self.parity["spectemp"].ok:
             raise RuntimeError(f"{f['spectemp']} gives different vectors through different load paths (above).")
@@ -239,7 +244,7 @@ def run_quickstart(options: QuickstartOptions | None = None) -> Quickstart:
               lambda: write_card(f["spectemp"], model_id=options.repo_id, results_dir=out / "results",
                                  results_model=options.repo_id))
     steps.run("verify", "Check AutoModel, SentenceTransformer, MTEB and the stock export agree",
-              [f["stock"]], run.verify)
+              [f["stock"]] if stock_exportable(f["spectemp"]) else [], run.verify)
     steps.run("push", f"push --dry-run to {options.repo_id}", [f["staging"]], run.push_dry_run)
     if options.decoder:
         steps.run("decoder-build", "Build SmolLM2-135M-Instruct (PromptEOL, K=0) and fit EmbedFilter τ=2",
@@ -278,6 +283,8 @@ def _report(run: Quickstart, steps: StepRunner, wall_seconds: float) -> None:
     say(f"Held-out nDCG@10 ({b.name} budget; trained and fitted on {TRAIN_COLLECTION} only; texts/s = documents "
         "encoded per second, side by side on this machine)")
     say(results_table(run.results, tasks, baseline="k0"))
+    say("(one training seed: a difference between the fine-tuned rows smaller than about 1% is within the "
+        "seed-to-seed spread measured over 3 paired seeds in BENCHMARKS.md, 'Training with [DUMP] tokens')")
     if run.decoder_results:
         decoder_tasks = sorted({t for r in run.decoder_results for t in r.scores})
         say("")

@@ -7,7 +7,7 @@ from typing import Any
 from transformers import AutoConfig, PreTrainedConfig
 from transformers.configuration_utils import SubConfigSpec
 
-POOLING_MODES = ("cls", "last", "mean")
+POOLING_MODES = ("cls", "last", "mean", "mean_no_dump")
 PROMPT_MODES = ("prompteol", "echo")
 
 
@@ -24,8 +24,9 @@ class DumpEmbedConfig(PreTrainedConfig):
         dump_token_offset (`int`, defaults to 0):
             Position of `[DUMP1]` counted from the first non-padding token (1 after [CLS] or BOS, 0 otherwise).
         pooling (`str`, defaults to `"cls"`):
-            One of `"cls"` (first non-padding token), `"last"` (last non-padding token) or `"mean"`
-            (mean over all non-padding tokens, the same as sentence-transformers' stock mean pooling).
+            One of `"cls"` (first non-padding token), `"last"` (last non-padding token), `"mean"` (mean over all
+            non-padding tokens, the same as sentence-transformers' stock mean pooling) or `"mean_no_dump"` (the same
+            mean with the K [DUMP] positions left out; [CLS]/[SEP] count as in the stock mean).
         projection_dim (`int`, *optional*):
             Output dimension of the stored projection; `None` keeps the backbone's hidden size.
         normalize (`bool`, defaults to `True`):
@@ -37,7 +38,10 @@ class DumpEmbedConfig(PreTrainedConfig):
         base_model (`str`, *optional*):
             The backbone this model was built from (Hub id or local path), for model cards and MTEB metadata.
         dump_init (`str`, *optional*):
-            How the [DUMP] embedding rows were initialised (`mean`, `cls` or `normal`).
+            How the [DUMP] embedding rows were initialised (`mean`, `cls`, `normal`, `sep` or `sink`).
+        pooling_reason (`str`, *optional*):
+            Why this pooling was chosen at build time (e.g. "the source's sentence-transformers Pooling: mean"),
+            for the model card.
         training_info (`dict`, *optional*):
             What the model was fine-tuned on and how (datasets, hyperparameters, seed, steps); empty when the
             folder was only built, never trained. Read by the model card and the MTEB metadata.
@@ -66,6 +70,7 @@ class DumpEmbedConfig(PreTrainedConfig):
     max_position_embeddings: int | None = None
     base_model: str | None = None
     dump_init: str | None = None
+    pooling_reason: str | None = None
     training_info: dict[str, Any] | None = None
     normalize_pooled: bool = False
     prompt_mode: str | None = None

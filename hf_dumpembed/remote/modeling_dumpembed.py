@@ -283,6 +283,17 @@ class DumpEmbedModel(DumpEmbedPreTrainedModel):
                 pool_mask[index, offset + start : offset + end] = 1
         return new_ids, new_mask, pool_mask
 
+    def without_dump_positions(self, attention_mask: torch.Tensor) -> torch.Tensor:
+        """The attention mask with the K [DUMP] slots zeroed (each row's slots start at its first real token plus
+        ``dump_token_offset``, so left and right padding give the same result)."""
+        k = self.config.num_dump_tokens
+        if k == 0:
+            return attention_mask
+        start = first_token_index(attention_mask) + self.config.dump_token_offset
+        positions = torch.arange(attention_mask.shape[1], device=attention_mask.device)[None, :]
+        in_prefix = (positions >= start[:, None]) & (positions < start[:, None] + k)
+        return attention_mask.masked_fill(in_prefix, 0)
+
     def pool(
         self, last_hidden_state: torch.Tensor, attention_mask: torch.Tensor, mode: str | None = None
     ) -> torch.Tensor:
@@ -293,6 +304,8 @@ class DumpEmbedModel(DumpEmbedPreTrainedModel):
             return last_hidden_state[rows, first_token_index(attention_mask)]
         if mode == "last":
             return last_hidden_state[rows, last_token_index(attention_mask)]
+        if mode == "mean_no_dump":
+            attention_mask = self.without_dump_positions(attention_mask)
         mask = attention_mask.unsqueeze(-1).to(last_hidden_state.dtype)
         return (last_hidden_state * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
 

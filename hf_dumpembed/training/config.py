@@ -83,8 +83,9 @@ class ModelConfig:
     backbone: str | None = None
     init_from: str | None = None
     num_dump_tokens: int = 4
-    pooling: Literal["cls", "last", "mean"] | None = None
-    init: Literal["mean", "cls", "normal"] = "mean"
+    pooling: Literal["auto", "cls", "last", "mean", "mean_no_dump"] | None = "auto"
+    init: Literal["sep", "mean", "cls", "normal", "token"] = "sep"
+    init_token: str | None = None
     init_seed: int = 0
     max_seq_length: int | None = None
 
@@ -98,6 +99,7 @@ class HyperParameters:
     batch_size: int = 256  # per device; the global batch is batch_size x world size
     mini_batch_size: int | None = None  # GradCache chunk; None = min(32, batch_size)
     learning_rate: float = 1e-4
+    dump_learning_rate: float | None = None  # the [DUMP] rows' own learning rate (None = learning_rate)
     warmup_ratio: float = 0.05
     weight_decay: float = 0.0
     lr_scheduler: str = "linear"
@@ -253,6 +255,7 @@ def validate(config: TrainConfig) -> TrainConfig:
         hp = dataclasses.replace(hp, mini_batch_size=min(32, hp.batch_size))
     for key in ("scale", "batch_size", "mini_batch_size", "learning_rate", "epochs", "save_steps", "logging_steps"):
         _positive(getattr(hp, key), f"training.{key}")
+    _positive(hp.dump_learning_rate, "training.dump_learning_rate", allow_zero=True)
     _positive(hp.max_steps, "training.max_steps")
     _positive(hp.save_total_limit, "training.save_total_limit")
     _positive(hp.weight_decay, "training.weight_decay", allow_zero=True)

@@ -52,7 +52,7 @@ def prepare_initial_model(config: TrainConfig) -> Path:
         return folder
     options = BuildOptions(
         num_dump_tokens=config.model.num_dump_tokens, pooling=config.model.pooling, init=config.model.init,
-        max_seq_length=config.model.max_seq_length, seed=config.model.init_seed,
+        init_token=config.model.init_token, max_seq_length=config.model.max_seq_length, seed=config.model.init_seed,
     )
     logger.info("Building the initial model (K=%d) from %s", options.num_dump_tokens, config.model.backbone)
     return build(resolve_backbone(config.model.backbone), folder, options, overwrite=True)
@@ -136,6 +136,36 @@ class StepLog(TrainerCallback):
                     self.global_batch / step_time if steps else float("nan"))
 
 
+class DumpRowsLearningRate(TrainerCallback):
+    """Train the [DUMP] embedding rows at their own learning rate, ``multiplier`` x the run's.
+
+    AdamW's step is linear in the learning rate (−lr·(m̂/(√v̂+ε) + wd·θ)) and its moment estimates do not depend on
+    it, so scaling the rows' change in every optimizer step by ``multiplier`` is exactly a parameter group with
+    lr x multiplier for those K rows, while the saved folder keeps one plain embedding matrix.
+    """
+
+    def __init__(self, multiplier: float) -> None:
+        self.multiplier = multiplier
+        self._before: torch.Tensor | None = None
+
+    @staticmethod
+    def _rows(model: Any) -> tuple[torch.Tensor, list[int]]:
+        dump_model = model[0].auto_model
+        return dump_model.get_input_embeddings().weight, list(dump_model.config.dump_token_ids)
+
+    def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
+        weight, ids = self._rows(model)
+        self._before = weight.detach()[ids].clone() if ids else None
+
+    @torch.no_grad()
+    def on_optimizer_step(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
+        if self._before is None:
+            return
+        weight, ids = self._rows(model)
+        weight[ids] = self._before + self.multiplier * (weight[ids] - self._before)
+        self._before = None
+
+
 def environment() -> dict[str, Any]:
     """Library versions and the machine the run used (``training/environment.json``)."""
     info = machine_info()
@@ -203,6 +233,7 @@ def training_info(config: TrainConfig, reports: list[DataReport], steps: int, wo
         "mini_batch_size": hp.mini_batch_size if hp.loss == "cached_mnrl" else None,
         "num_negatives": config.data[0].num_negatives,
         "learning_rate": hp.learning_rate,
+        "dump_learning_rate": hp.dump_learning_rate if hp.dump_learning_rate is not None else hp.learning_rate,
         "warmup_ratio": hp.warmup_ratio,
         "lr_scheduler": hp.lr_scheduler,
         "optimizer": "adamw_torch",
@@ -282,9 +313,11 @@ def train(config: TrainConfig, resume: bool = False, callbacks: Sequence[Trainer
         model.max_seq_length = config.model.max_seq_length
         model.tokenizer.model_max_length = config.model.max_seq_length
     loss = make_loss(model, config, world_size)
+    dump_lr = config.training.dump_learning_rate
+    row_callbacks = [] if dump_lr is None else [DumpRowsLearningRate(dump_lr / config.training.learning_rate)]
     trainer = SentenceTransformerTrainer(
         model=model, args=args, train_dataset=dataset, loss=loss,
-        callbacks=[StepLog(global_batch), *callbacks],
+        callbacks=[StepLog(global_batch), *row_callbacks, *callbacks],
     )
     logger.info("Training %s on %d rows: global batch %d, %s, lr %g, seed %d, world size %d", initial,
                 len(dataset), global_batch, LOSS_NAMES[config.training.loss], config.training.learning_rate,
