@@ -25,9 +25,8 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-from tqdm.auto import tqdm
-
 from benchmarks import Table, command_line, render_table, write_record
+from tqdm.auto import tqdm
 
 logger = logging.getLogger("bench_dump_init")
 TASKS = ("ManPages", "PyFAQ", "StdlibCode")
@@ -71,8 +70,8 @@ def score_model(name: str, k: int, init: str, token: str | None, seed: int, args
                 collections: dict) -> dict[str, dict[str, float]]:
     """nDCG@10 per pooling and task of one untrained model."""
     from hf_dumpembed.data.assets import default_decoder_path, default_encoder_path
-    from hf_dumpembed.model.builder import BuildOptions, build_dump_model
     from hf_dumpembed.evaluation.metrics import retrieval_metrics
+    from hf_dumpembed.model.builder import BuildOptions, build_dump_model
 
     decoder = args.backbone == "decoder"
     options = BuildOptions(num_dump_tokens=k, pooling="last" if decoder else "mean", init=init, init_token=token,

@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 
 import torch
-
 from benchmarks import Table, command_line, render_table, write_record
 
 logger = logging.getLogger("bench_dump_recipe")
