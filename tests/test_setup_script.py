@@ -66,7 +66,9 @@ def _write_exe(path: Path, text: str) -> None:
 def _base_interpreter() -> str:
     """An interpreter outside any virtual or conda environment (this one's, through the venv's symlink)."""
     exe = os.path.realpath(sys.executable)
-    probe = "import os,sys; print(sys.prefix != sys.base_prefix or os.path.isdir(os.path.join(sys.prefix,'conda-meta')))"
+    probe = (
+        "import os, sys; print(sys.prefix != sys.base_prefix or os.path.isdir(os.path.join(sys.prefix, 'conda-meta')))"
+    )
     if subprocess.run([exe, "-c", probe], capture_output=True, text=True).stdout.strip() != "False":
         pytest.skip(f"{exe} is itself inside an environment")
     return exe
@@ -91,7 +93,7 @@ def test_setup_names_the_venv_package_when_ensurepip_is_missing(tmp_path):
     (shadow / "ensurepip.py").write_text("raise ModuleNotFoundError(\"No module named 'ensurepip'\")\n")
     _write_exe(tmp_path / "bin/python3", f'#!/bin/sh\nPYTHONPATH={shadow} exec {base} "$@"\n')
     res = _run_stock(repo, tmp_path / "bin", "bash", "scripts/setup.sh")
-    minor = "%d.%d" % sys.version_info[:2]
+    minor = f"{sys.version_info[0]}.{sys.version_info[1]}"
     assert res.returncode != 0
     assert "ensurepip module is missing" in res.stderr
     assert f"sudo apt-get install python{minor}-venv" in res.stderr
