@@ -47,25 +47,33 @@ def online_env(hub: FakeHubDownloads, home: Path) -> dict[str, str]:
 
 
 def run(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
+    import resource
     import time
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     result = subprocess.run([sys.executable, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, f"{args[:3]} failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
-    print(f"{' '.join(args[:4])[:60]}: {time.perf_counter() - start:.1f} s")
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    label = " ".join(args[1:3]) if args[0] == "-m" else "submission + ModelMeta.load_model"
+    print(f"{label}: {time.perf_counter() - start:.1f} s wall, "
+          f"{used.ru_utime + used.ru_stime - cpu.ru_utime - cpu.ru_stime:.1f} s CPU")
     return result
 
 
-LOAD_FROM_META = """
+# `hf-dumpembed submission` (the console script's entry point, in this process to pay the imports once), then the
+# written ModelMeta loading the model the way mteb does.
+SUBMIT_AND_LOAD = """
 import json, sys
-import mteb
+from hf_dumpembed.cli import main
 from mteb.models.model_meta import ModelMeta
 
+kit, texts, submission_args = sys.argv[1], sys.argv[2:4], sys.argv[4:]
+main(["submission", *submission_args])
 namespace = {}
-exec(open(sys.argv[1]).read(), namespace)  # the snippet for the mteb PR, as mteb's registry would import it
+exec(open(kit + "/model_meta.py").read(), namespace)  # the snippet for the mteb PR, as mteb's registry would import it
 (meta,) = [v for v in namespace.values() if isinstance(v, ModelMeta)]
 model = meta.load_model()  # what mteb.get_model(name) does once the PR has registered the ModelMeta
-vectors = model.model.encode(sys.argv[2:], convert_to_numpy=True)
+vectors = model.model.encode(texts, convert_to_numpy=True)
 print(json.dumps({"loader": type(model).__name__, "vectors": vectors.tolist()}))
 """
 
@@ -84,15 +92,15 @@ def leaderboard_run(bert_dump_model: Path, tmp_path_factory: pytest.TempPathFact
                         LONGEMBED_TASK, "--results-dir", str(work / "results"), "--model-name", MODEL_NAME,
                         "--batch-size", "8"], env, work)
         eval_requests = list(hub.requests)
-        submission = run(["-m", "hf_dumpembed.cli", "submission", str(model), "--results", str(work / "results"),
-                          str(work / "kit"), "--model-name", MODEL_NAME, "--license", "apache-2.0"], env, work)
         texts = ["Remove any common leading whitespace from every line.", "What is the pass key?"]
-        loaded = run(["-c", LOAD_FROM_META, str(work / "kit" / "model_meta.py"), *texts], env, work)
+        submission = run(["-c", SUBMIT_AND_LOAD, str(work / "kit"), *texts, str(model), "--results",
+                          str(work / "results"), str(work / "kit"), "--model-name", MODEL_NAME, "--license",
+                          "apache-2.0"], env, work)
         load_requests = hub.requests[len(eval_requests):]
     return {"work": work, "model": model, "revision": revision, "eval": evaluate, "submission": submission,
             "eval_requests": eval_requests, "load_requests": load_requests, "standard": standard,
             "passkey": passkey, "standard_qrels": standard_qrels, "texts": texts,
-            "loaded": json.loads(loaded.stdout.strip().splitlines()[-1])}
+            "loaded": json.loads(submission.stdout.strip().splitlines()[-1])}
 
 
 def test_eval_loads_official_tasks_from_the_hub_at_their_pinned_revision(leaderboard_run: dict) -> None:
@@ -189,3 +197,28 @@ def test_dwzhu_longembed_layout_loads(tmp_path: Path) -> None:
         result = subprocess.run([sys.executable, "-c", code], env=online_env(hub, tmp_path), cwd=tmp_path,
                                 capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_fake_hub_serves_only_the_pinned_revision_and_stops_by_itself() -> None:
+    import time
+    import urllib.error
+    import urllib.request
+
+    from tests.hub_download_fixtures import HubRepo
+
+    sha = "a" * 40
+    repo = HubRepo("org/data", "dataset", sha, {"README.md": b"---\n---\n", "sub/part.jsonl": b'{"x": 1}\n' * 4})
+    with FakeHubDownloads([repo], lifetime_s=1.0) as hub:
+        with urllib.request.urlopen(f"{hub.url}/api/datasets/org/data/revision/main") as reply:
+            assert json.load(reply)["sha"] == sha
+        with pytest.raises(urllib.error.HTTPError) as error:
+            urllib.request.urlopen(f"{hub.url}/api/datasets/org/data/revision/{'b' * 40}")
+        assert error.value.code == 404 and error.value.headers["X-Error-Code"] == "RevisionNotFound"
+        ranged = urllib.request.Request(f"{hub.url}/datasets/org/data/resolve/{sha}/sub/part.jsonl",
+                                        headers={"Range": "bytes=2-4"})
+        with urllib.request.urlopen(ranged) as reply:
+            assert reply.status == 206 and reply.read() == b'x":' and reply.headers["X-Repo-Commit"] == sha
+        with urllib.request.urlopen(f"{hub.url}/api/datasets/org/data/tree/{sha}?recursive=true") as reply:
+            assert [e["path"] for e in json.load(reply)] == ["README.md", "sub", "sub/part.jsonl"]
+        time.sleep(1.5)
+        assert hub.server.socket.fileno() == -1  # lifetime over: shut down and closed without __exit__
