@@ -5,6 +5,7 @@ from real text that every Python installation has (the standard library's docstr
   ``corpus`` (``_id``, ``title``, ``text``), ``queries`` (``_id``, ``text``) and ``default`` (qrels: ``query-id``,
   ``corpus-id``, ``score``), split ``test``, files where ``datasets``' ``push_to_hub`` puts them
   (``<config>/test-00000-of-00001.parquet``, ``data/`` for ``default``) and a README declaring them.
+  (The real repo's file listing was not available offline; the config names are those mteb's loader asks for.)
 - ``LEMBPasskeyRetrieval`` (``dump-longembed``): ``mteb/LEMBPasskeyRetrieval``, the same parquet layout with the
   task's eight length splits (``test_256`` ... ``test_32768``); each document hides a five-digit pass key in
   standard-library prose and each query asks for one key.
