@@ -8,7 +8,8 @@ from .presets import GROUPS
 
 HOW_TO_RUN_OFFICIAL = (
     "Run the official tasks where the Hugging Face Hub is reachable, e.g. `hf-dumpembed eval MODEL --task "
-    "dump-standard --task dump-longembed --results-dir results-official` (or `--task NAME` for any mteb task), then "
+    "dump-standard --task dump-longembed --results-dir results-official` (or `--task NAME` for any mteb task; with "
+    "`datasets` 5.x only LEMBPasskeyRetrieval of dump-longembed loads), then "
     "`hf-dumpembed submission MODEL --results results-official OUT`."
 )
 
