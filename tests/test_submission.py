@@ -66,17 +66,16 @@ def test_bad_model_name_is_refused(trained_folder: Path) -> None:
         build_model_meta(trained_folder, SubmissionOptions(name="no-org", license="mit"))
 
 
-def test_write_submission_lays_out_the_results_repo(known_run, bert_dump_model: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_submission_refuses_local_tasks_and_says_how_to_run_official_ones(known_run, bert_dump_model: Path,  # noqa: F811
+                                                                           tmp_path: Path) -> None:
+    """KnownTask is a local BEIR folder: mteb does not know it, so it is no leaderboard result (the layout of an
+    accepted kit is checked end to end in test_leaderboard_path.py)."""
     results_dir = known_run.results_folder.parents[2]
     options = SubmissionOptions(name=MODEL_NAME, revision=REVISION, license="apache-2.0")
-    out = write_submission(bert_dump_model, results_dir, tmp_path / "kit", options)
-    target = out / "results" / "test-org__tiny-dump" / REVISION
-    assert sorted(p.name for p in target.iterdir()) == ["KnownTask.json", "model_meta.json"]
-    assert json.loads((target / "model_meta.json").read_text())["name"] == MODEL_NAME
-    assert "SentenceTransformerEncoderWrapper" in (out / "model_meta.py").read_text()
-    assert not (out / "WARNING.txt").exists()
-    with pytest.raises(FileExistsError):
-        write_submission(bert_dump_model, results_dir, out, options)
+    with pytest.raises(ValueError, match=r"tasks mteb does not know: KnownTask\.json \(KnownTask\)") as error:
+        write_submission(bert_dump_model, results_dir, tmp_path / "kit", options)
+    assert "--task dump-standard --task dump-longembed" in str(error.value)
+    assert not (tmp_path / "kit").exists()  # nothing written
     other = SubmissionOptions(name=MODEL_NAME, revision="f" * 40, license="apache-2.0")
     with pytest.raises(FileNotFoundError, match="no mteb results"):
         write_submission(bert_dump_model, results_dir, tmp_path / "kit2", other)

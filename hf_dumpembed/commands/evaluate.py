@@ -174,7 +174,8 @@ def register(commands: argparse._SubParsersAction) -> None:
         "embeddings-benchmark/mteb PR: loader = stock SentenceTransformerEncoderWrapper with trust_remote_code, "
         "training_datasets from config.training_info, adapted_from = config.base_model), OUT/model_meta.json and "
         "OUT/results/<org>__<name>/<revision>/ (for the embeddings-benchmark/results PR). Name and revision must "
-        "be those the results were filed under (same defaults as `eval`).",
+        "be those the results were filed under (same defaults as `eval`). Only official mteb tasks with all their "
+        "evaluation splits are packaged: results of local tasks (BEIR folders, the built collections) are refused.",
     )
     submission.add_argument("model", help="a DumpEmbed model folder")
     submission.add_argument("--results", required=True, help="the results folder `hf-dumpembed eval` wrote")

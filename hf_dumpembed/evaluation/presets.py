@@ -27,6 +27,15 @@ LONGEMBED_TASKS = (
     "LEMBNeedleRetrieval",
     "LEMBPasskeyRetrieval",
 )
+# LongEmbed tasks mteb loads from dwzhu/LongEmbed with one JSON Lines config per subset whose corpus / queries / qrels
+# splits have different columns: `datasets` 5.x infers one schema from the first split and cannot build the others.
+DWZHU_LONGEMBED_TASKS = (
+    "LEMBNarrativeQARetrieval",
+    "LEMBQMSumRetrieval",
+    "LEMBWikimQARetrieval",
+    "LEMBSummScreenFDRetrieval",
+    "LEMBNeedleRetrieval",
+)
 # Official tasks run on one language subset only.
 TASK_LANGUAGES = {"WikipediaRetrievalMultilingual": ["eng"]}
 # The collections built by scripts/build_datasets.py (evaluation splits; StdlibCodeTrain is training text).
@@ -144,3 +153,18 @@ def _hub_unreachable(path: str, revision: str | None) -> str | None:
     except Exception as error:  # connection errors, DNS failures, HTTP errors: all mean "cannot download"
         return f"the Hub cannot be reached ({type(error).__name__})"
     return None
+
+
+def dataset_build_error(error: Exception, task_names: list[str]) -> ValueError:
+    """A clear error for a Hub dataset that ``datasets`` downloaded but could not build (``DatasetGenerationError``)."""
+    cause = error.__cause__ or error
+    message = f"`datasets` could not build a task's Hub dataset: {type(cause).__name__}: {str(cause).splitlines()[0]}"
+    affected = [name for name in task_names if name in DWZHU_LONGEMBED_TASKS]
+    if affected:
+        message += (
+            f". {', '.join(affected)} load dwzhu/LongEmbed, whose subsets keep corpus, queries and qrels (different "
+            "columns) as splits of one JSON Lines config; the installed `datasets` infers one schema from the first "
+            "split and fails on the others. Run the other tasks without them (e.g. --task LEMBPasskeyRetrieval), or "
+            "evaluate these in an environment with a `datasets` release that loads that layout."
+        )
+    return ValueError(message)

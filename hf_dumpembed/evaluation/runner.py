@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from .presets import DEFAULT_DATA_DIR, expand_task_names, official_task
+from .presets import DEFAULT_DATA_DIR, dataset_build_error, expand_task_names, official_task
 from .results import TABLE_METRICS
 
 logger = logging.getLogger(__name__)
@@ -67,6 +67,7 @@ def run_eval(
     ``SentenceTransformerEncoderWrapper`` (``trust_remote_code=True``); results go to mteb's layout under
     ``results_dir/results/<org>__<name>/<revision>/`` with the model's full ``ModelMeta``."""
     import mteb
+    from datasets.exceptions import DatasetGenerationError
     from mteb.cache import ResultCache
     from mteb.models.sentence_transformer_wrapper import SentenceTransformerEncoderWrapper
 
@@ -80,13 +81,16 @@ def run_eval(
     wrapper = SentenceTransformerEncoderWrapper(str(model_dir), revision=None, trust_remote_code=True)
     wrapper.mteb_model_meta = meta
     cache = ResultCache(results_dir)
-    result = mteb.evaluate(
-        wrapper,
-        task_objects,
-        cache=cache,
-        overwrite_strategy="always" if overwrite else "only-missing",
-        encode_kwargs={"batch_size": batch_size},
-    )
+    try:
+        result = mteb.evaluate(
+            wrapper,
+            task_objects,
+            cache=cache,
+            overwrite_strategy="always" if overwrite else "only-missing",
+            encode_kwargs={"batch_size": batch_size},
+        )
+    except DatasetGenerationError as error:  # tasks finished before this one keep their result files
+        raise dataset_build_error(error, [t.metadata.name for t in task_objects]) from error
     rows = []
     for task_result in result.task_results:
         for split, entries in task_result.scores.items():

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data.assets import EMBEDDED_MODELS
+from .leaderboard import check_leaderboard_results
 from .results import read_task_result
 
 LOADER_KWARGS = {"trust_remote_code": True}
@@ -248,6 +249,7 @@ def write_submission(
         )
     for path in task_files:
         read_task_result(path)  # a clear error naming the file when it is not a valid mteb result
+    check_leaderboard_results(task_files)  # official mteb tasks only, complete for their evaluation splits
     if out.exists() and any(out.iterdir()):
         if not overwrite:
             raise FileExistsError(f"{out} exists and is not empty; pass --overwrite to replace it.")
