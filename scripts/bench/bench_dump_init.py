@@ -110,6 +110,13 @@ def sink_token(args: argparse.Namespace, out: Path) -> str:
     return next(s["token"] for s in sinks if not s["special"])
 
 
+def _cached_sink(out: Path) -> str | None:
+    cached = out / "sinks.json"
+    if not cached.exists():
+        return None
+    return next((s["token"] for s in json.loads(cached.read_text()) if not s["special"]), None)
+
+
 def table(results: dict[str, dict], names: list[tuple]) -> Table:
     """Per init x pooling: held-out mean nDCG@10 (mean ± std over seeds), per-task means, change vs K=0."""
     rows = []
@@ -151,6 +158,8 @@ def main() -> None:
     parser.add_argument("--max-documents", type=int, default=300)
     parser.add_argument("--out", default="runs/bench_dump_init")
     parser.add_argument("--no-record", action="store_true", help="do not write the BENCHMARKS.md section record")
+    parser.add_argument("--table-only", action="store_true",
+                        help="tabulate (and record) the models already scored under --out; compute nothing")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     torch.set_num_threads(args.threads)
@@ -165,11 +174,12 @@ def main() -> None:
 
         collections = {task: subsample(data, args.max_queries, args.max_documents, seed=0)
                        for task, data in collections.items()}
-    names = variants(None if decoder else sink_token(args, out), args.seeds, decoder)
+    sink = None if decoder else (sink_token(args, out) if not args.table_only else _cached_sink(out))
+    names = variants(sink, args.seeds, decoder)
     results_file = out / "results.json"
     results = json.loads(results_file.read_text()) if results_file.exists() else {}
-    for name, k, init, token, seed in tqdm(names, desc="models", unit="model"):
-        if name not in results:
+    for name, k, init, token, seed in tqdm(names, desc="models", unit="model", disable=args.table_only):
+        if name not in results and not args.table_only:
             results[name] = score_model(name, k, init, token, seed, args, collections)
             results_file.write_text(json.dumps(results, indent=1) + "\n")
     result = table(results, names)

@@ -141,6 +141,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--section", default=None,
                         help="write the table into this BENCHMARKS.md section record (e.g. dump-recipe-quickstart)")
+    parser.add_argument("--table-only", action="store_true",
+                        help="tabulate (and record) the runs already evaluated under --out; train nothing")
     parser.add_argument("--out", default="runs/dump_recipe")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
@@ -154,6 +156,12 @@ def main() -> None:
     for seed in args.seeds:
         for variant in args.variants:
             name = f"{variant}-seed{seed}"
+            if args.table_only:
+                folder = out / name
+                if name in metrics:
+                    steps[variant] = json.loads((folder / "config.json").read_text())["training_info"]["steps"]
+                result = table(metrics, args.variants, args.seeds, steps)
+                continue
             folder = train_one(args, variant, seed, out)
             steps[variant] = json.loads((folder / "config.json").read_text())["training_info"]["steps"]
             if name not in metrics:
