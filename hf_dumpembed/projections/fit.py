@@ -24,7 +24,7 @@ from transformers import AutoTokenizer, PreTrainedTokenizerBase
 from ..folders import check_output_dir, staged_output
 from ..prompting import PROMPT_TEMPLATES, PromptMode, prompt_mode, set_prompt_mode  # noqa: F401 - re-exported
 from ..remote import DumpEmbedModel
-from ..remote.modeling_dumpembed import SPECTRAL_EPS, DumpProjection, band_matrix, spectral_matrix
+from ..remote.modeling_dumpembed import SPECTRAL_EPS, DumpProjection, band_matrix, check_finite, spectral_matrix
 from . import baselines
 from .corpus import Corpus, read_corpus
 from .embedfilter import band_size, band_start, gram_basis
@@ -307,6 +307,7 @@ def fit_projections(model_dir: str | Path, targets: Mapping[str | Path, FitOptio
                     prompt=model.config.prompt_mode,
                     max_dim=d if fitted.info.get("selection") else info["dim"],
                     selectable_dims=_selectable(d, info) if fitted.info.get("selection") else [info["dim"]])
+        check_finite(fitted.projection, prefix="projection.")  # never write a map that gives NaN vectors
         model.projection = fitted.projection
         model.config.projection_dim = info["dim"]
         written.append(_write_folder(model, model_dir, out_dir, fitted, info, options, overwrite))
