@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -16,7 +17,9 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules.transformer import Transformer
 from sentence_transformers.sentence_transformer.modules import Dense, Normalize, Pooling
 
-from .folders import staged_output
+from .atomic import output_lock
+from .folders import check_output_dir, staged_output
+from .model_folder import require_dumpembed_folder
 from .remote import DumpEmbedModel
 from .st_files import DEFAULT_PROMPTS
 
@@ -47,16 +50,28 @@ def projection_as_dense(model: DumpEmbedModel) -> Dense:
     )
 
 
-def export_stock_st(model_dir: str | Path, out_dir: str | Path, overwrite: bool = False) -> Path:
-    """Write ``out_dir`` as a stock sentence-transformers model reproducing ``model_dir``'s vectors."""
+def export_stock_st(model_dir: str | Path, out_dir: str | Path, overwrite: bool = False,
+                    check: Callable[[Path], None] | None = None) -> Path:
+    """Write ``out_dir`` as a stock sentence-transformers model reproducing ``model_dir``'s vectors.
+
+    ``check(staging)`` runs on the complete export before it is moved into place: when it raises, nothing is
+    written (e.g. the vector comparison of `hf-dumpembed export-st`).
+    """
     model_dir = Path(model_dir)
+    require_dumpembed_folder(model_dir)
+    check_output_dir(out_dir, overwrite, inputs=[model_dir])
+    with output_lock(out_dir):
+        return _export(model_dir, out_dir, overwrite, check)
+
+
+def _export(model_dir: Path, out_dir: str | Path, overwrite: bool, check: Callable[[Path], None] | None) -> Path:
     model = DumpEmbedModel.from_pretrained(model_dir, dtype=torch.float32)
     if model.config.prompt_mode is not None:
         raise ValueError(
             f"{model_dir} composes a {model.config.prompt_mode!r} prompt inside the model, which stock "
             "sentence-transformers modules cannot express; serve it with remote code (trust_remote_code=True)."
         )
-    with staged_output(out_dir, overwrite=overwrite) as staging:
+    with staged_output(out_dir, overwrite=overwrite, inputs=[model_dir]) as staging:
         backbone_dir = staging / "_backbone"
         model.backbone.save_pretrained(backbone_dir, safe_serialization=True)
         for name in TOKENIZER_FILES:
@@ -80,6 +95,8 @@ def export_stock_st(model_dir: str | Path, out_dir: str | Path, overwrite: bool 
         for name in TOKENIZER_FILES:  # ST re-saves the tokenizer; keep the original files byte for byte
             if (model_dir / name).exists():
                 shutil.copyfile(model_dir / name, staging / name)
+        if check is not None:
+            check(staging)
     return Path(out_dir)
 
 

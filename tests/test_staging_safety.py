@@ -86,7 +86,7 @@ def test_special_files_are_refused(folder):
 )
 def test_safetensors_are_checked_by_header_not_by_name(folder, payload, message):
     (folder / "extra.safetensors").write_bytes(payload)
-    assert f"extra.safetensors: " in _problems(folder) and message in _problems(folder)
+    assert "extra.safetensors: " in _problems(folder) and message in _problems(folder)
 
 
 def test_truncated_weights_are_refused_statically(folder):
@@ -139,8 +139,8 @@ def test_nothing_that_looks_like_a_credential_is_staged(folder, name, content, k
 
 
 def test_a_secret_in_safetensors_metadata_is_refused(folder):
-    from safetensors.numpy import save_file
     import numpy as np
+    from safetensors.numpy import save_file
 
     save_file({"x": np.zeros(2, dtype=np.float32)}, str(folder / "extra.safetensors"), {"token": HF_TOKEN_LIKE})
     assert "extra.safetensors's header metadata contains what looks like a Hugging Face token" in _problems(folder)

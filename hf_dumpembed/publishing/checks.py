@@ -25,7 +25,15 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from .staging_safety import TRAINING_SIDE_FILES, Identity, check_file, scan_folder, stage_verified, training_file_problem
+from ..public_paths import private_prefixes
+from .staging_safety import (
+    TRAINING_SIDE_FILES,
+    Identity,
+    check_file,
+    scan_folder,
+    stage_verified,
+    training_file_problem,
+)
 
 # Weight and data formats that unpickle or are not safetensors: never published.
 FORBIDDEN_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".h5", ".msgpack", ".npy", ".npz", ".joblib")
@@ -146,8 +154,9 @@ def static_checks(folder: Path, report: FolderReport, repo_id: str | None = None
     scan = scan_folder(folder)
     report.problems += scan.problems
     files = sorted(scan.files)
+    private = tuple(private_prefixes(folder))
     content = [problem for rel in files if (problem := training_file_problem(rel) or
-                                            check_file(folder, rel, scan.files[rel])) is not None]
+                                            check_file(folder, rel, scan.files[rel], private)) is not None]
     if content:
         report.problems += content
     if not scan.problems and not content:

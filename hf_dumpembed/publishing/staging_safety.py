@@ -43,6 +43,8 @@ SECRET_PATTERNS: tuple[tuple[str, re.Pattern[bytes]], ...] = (
         rb"(?i)(?:password|passwd|api[_-]?key|secret[_-]?key|access[_-]?token|auth[_-]?token|hf[_-]?token)"
         rb"[\"']?\s*[:=]\s*[\"'][^\"'\s]{8,}[\"']")),
 )
+# Large vocabularies are not searched for local paths (a token may look like one).
+VOCABULARY_FILES = ("tokenizer.json", "vocab.json", "vocab.txt", "merges.txt")
 # Text formats by suffix; anything else is binary and only scanned for secrets and pickle/zip magic.
 TEXT_SUFFIXES = (".json", ".yaml", ".yml", ".md", ".txt", ".py", ".jinja", ".gitattributes")
 PICKLE_OR_ZIP = (b"PK\x03\x04", b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
@@ -171,12 +173,31 @@ def secret_kind(data: bytes) -> str | None:
     return None
 
 
-def content_problem(rel: str, data: bytes) -> str | None:
-    """Why the bytes of the non-safetensors file ``rel`` may not be published (None: they may)."""
+def private_path_in(rel: str, data: bytes, private: tuple[str, ...]) -> str | None:
+    """The first of the ``private`` absolute paths that the metadata file ``rel`` names (config, card, training
+    side files; vocabularies are not searched), or None."""
+    name = rel.rsplit("/", 1)[-1]
+    if not private or name in VOCABULARY_FILES or not name.endswith((".json", ".yaml", ".yml", ".md")):
+        return None
+    text = data.decode("utf-8", "replace")
+    for prefix in private:
+        if re.search(re.escape(prefix) + r"(?=[/\\\"'`\s)]|$)", text):
+            return prefix
+    return None
+
+
+def content_problem(rel: str, data: bytes, private: tuple[str, ...] = ()) -> str | None:
+    """Why the bytes of the non-safetensors file ``rel`` may not be published (None: they may). ``private``: absolute
+    paths of this machine that metadata files must not name."""
     name = rel.rsplit("/", 1)[-1]
     kind = secret_kind(data)
     if kind is not None:
         return f"{rel} contains what looks like {kind}: never publish credentials; remove it from the file"
+    prefix = private_path_in(rel, data, private)
+    if prefix is not None:
+        return (f"{rel} names a local absolute path (under {prefix}): public files name data and models by name, "
+                "relative path and hash; re-render the card (`hf-dumpembed card`) or rebuild/refit the folder with "
+                "this version, or edit the file")
     if data.startswith(PICKLE_OR_ZIP):
         return f"{rel} is a pickle or zip archive (e.g. a torch.save file) whatever its name: publish safetensors only"
     if name.endswith(".png"):
@@ -213,7 +234,7 @@ def training_file_problem(rel: str) -> str | None:
             ": move it out of the folder")
 
 
-def check_file(folder: Path, rel: str, identity: Identity) -> str | None:
+def check_file(folder: Path, rel: str, identity: Identity, private: tuple[str, ...] = ()) -> str | None:
     """Open ``rel`` safely and check its content; a problem when it changed since the scan or is refused."""
     try:
         fd = open_inside(folder.resolve(), rel)
@@ -233,7 +254,7 @@ def check_file(folder: Path, rel: str, identity: Identity) -> str | None:
             return f"{rel}'s header metadata contains what looks like {kind}" if kind else None
         if info.st_size > MAX_TEXT_SCAN_BYTES:
             return f"{rel} is {info.st_size:,} bytes: too large for a non-weights file of a model folder"
-        return content_problem(rel, handle.read())
+        return content_problem(rel, handle.read(), private)
 
 
 def stage_verified(folder: Path, files: dict[str, Identity], staging: Path, link_weights: bool) -> None:

@@ -228,6 +228,15 @@ class DumpEmbedModel(DumpEmbedPreTrainedModel):
                              "values; a DumpEmbed folder loads only with every tensor in place.")
         # Mismatched shapes are collected (not raised anonymously) so that the error names each tensor.
         model, info = super().from_pretrained(*args, output_loading_info=True, ignore_mismatched_sizes=True, **kwargs)
+        fixed = model.projection.selection is None
+        if fixed and any(str(item[0] if isinstance(item, (tuple, list)) else item) == "projection.matrix"
+                         for item in info.get("mismatched_keys") or []):
+            raise ValueError(
+                "the checkpoint's projection has another output dimension than the projection_dim asked for, and "
+                "stores no spectrum to recompose it (no fitted projection_info). Load it without projection_dim, "
+                "or fit a projection with `hf-dumpembed fit` (spectemp, pca, whiten, gamma, embedfilter, truncate) "
+                "to choose the dimension at load time."
+            )
         check_loading_info(info)
         model.config.validate()  # from_pretrained kwargs set config fields after the config's own checks ran
         model.apply_projection_dim(model.config.projection_dim)
