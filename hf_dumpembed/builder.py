@@ -222,7 +222,7 @@ def save_dump_model(
         model.save_pretrained(staging, safe_serialization=True)
         save_dump_tokenizer(tokenizer, staging, max_length=tokenizer.model_max_length)
         write_sentence_transformers_files(staging)
-        write_card(staging, model_id=str(out_dir))
+        write_card(staging, model_id=public_path(out_dir))
     return Path(out_dir)
 
 

@@ -65,7 +65,7 @@ def test_fit_options_accept_or_refuse_with_value_error(dim, gamma, batch, method
 
 
 @PROPERTY
-@given(args=st.lists(st.sampled_from(["--dump-tokens", "-1", "5", "x", "1e3", "--pooling", "cls", "bad",
+@given(args=st.lists(st.sampled_from(["--dump-tokens", "-1", "5", "100000", "x", "1e3", "--pooling", "cls", "bad",
                                       "--max-seq-length", "0", "--init", "mean", "--seed", "--overwrite"]),
                      max_size=6))
 def test_build_command_line_parses_or_exits_cleanly(args, tmp_path):
@@ -77,10 +77,11 @@ def test_build_command_line_parses_or_exits_cleanly(args, tmp_path):
         assert exit_.code == 2
         return
     try:
-        BuildOptions(num_dump_tokens=parsed.dump_tokens, pooling=parsed.pooling, init=parsed.init,
-                     max_seq_length=parsed.max_seq_length, seed=parsed.seed)
+        options = BuildOptions(num_dump_tokens=parsed.dump_tokens, pooling=parsed.pooling, init=parsed.init,
+                               max_seq_length=parsed.max_seq_length, seed=parsed.seed)
     except ValueError:
-        pass
+        return
+    assert 0 <= options.num_dump_tokens <= MAX_DUMP_TOKENS and options.seed >= 0
 
 
 # --- commands that need a DumpEmbed folder ---
@@ -91,8 +92,6 @@ def test_build_command_line_parses_or_exits_cleanly(args, tmp_path):
         ["fit", "{plain}", "{out}", "--method", "truncate", "--dim", "8"],
         ["export-st", "{plain}", "{out}"],
         ["verify", "{plain}"],
-        ["card", "{plain}"],
-        ["eval", "{plain}", "--task", "{task}"],
     ],
 )
 def test_every_command_says_not_a_dumpembed_model_folder(tiny_bert, tmp_path, argv):
@@ -152,6 +151,11 @@ def test_beir_round_trip(tmp_path_factory, corpus, queries, data):
     folder = write_beir(tmp_path_factory.mktemp("beir"), corpus, queries, qrels)
     loaded = load_beir(folder)
     assert loaded.corpus == corpus and loaded.queries == queries and loaded.qrels == qrels
+    lines = len((folder / "queries.jsonl").read_bytes().splitlines())
+    with (folder / "queries.jsonl").open("ab") as handle:
+        handle.write(data.draw(st.sampled_from([b"\xff\n", b'{"_id": "x", "text": "\xc3("}\n', b"\x80abc"])))
+    with pytest.raises(ValueError, match=f"queries.jsonl:{lines + 1}: not UTF-8"):
+        load_beir(folder)
 
 
 @PROPERTY

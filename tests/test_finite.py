@@ -92,7 +92,7 @@ def test_from_pretrained_kwargs_are_type_checked(bert_dump_model, kwargs):
 @pytest.mark.parametrize(
     "kwargs",
     [
-        {"model_kwargs": {"projection_dim": "8"}}, {"model_kwargs": {"projection_dim": True}},
+        {"model_kwargs": {"projection_dim": True}},
         {"config_kwargs": {"projection_dim": 8.5}}, {"config_kwargs": {"normalize": 1}},
         {"config_kwargs": {"dump_token_offset": "1"}},
     ],
@@ -107,9 +107,13 @@ def test_output_loading_info_still_works(bert_dump_model):
     assert not info["missing_keys"] and type(model).__name__ == "DumpEmbedModel"
 
 
-def test_verify_treats_nan_as_a_mismatch():
-    report = ParityReport(max_abs_diff={"sentence-transformers": float("nan")})
-    assert not report.ok and "MISMATCH" in report.describe()
+@pytest.mark.parametrize("tolerance", [float("nan"), -1.0, float("inf")])
+def test_verify_refuses_a_tolerance_no_difference_can_meet_or_any_can(bert_dump_model, tolerance):
+    from hf_dumpembed.verify import check_load_paths
+
+    with pytest.raises(ValueError, match="tolerance must be a finite number >= 0"):
+        check_load_paths(bert_dump_model, tolerance=tolerance)
+    assert not ParityReport(max_abs_diff={"sentence-transformers": float("nan")}).ok
 
 
 def test_push_comparison_treats_nan_as_a_failure():

@@ -361,6 +361,6 @@ def _write_folder(model: DumpEmbedModel, model_dir: Path, out_dir: Path, fitted:
             info["plots"] = _write_plots(fitted, staging)
         model.config.projection_info = info
         model.save_pretrained(staging, safe_serialization=True)
-        write_card(staging, model_id=str(out_dir))
+        write_card(staging, model_id=public_path(out_dir))
     logger.info("Wrote %s: %s, dim %s", out_dir, info["method"], info["dim"])
     return out_dir

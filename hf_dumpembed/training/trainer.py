@@ -29,6 +29,7 @@ from ..builder import BuildOptions, build, save_dump_model
 from ..card import write_card
 from ..folders import check_output_dir, staged_output
 from ..machine import machine_info
+from ..public_paths import public_path
 from .config import TrainConfig, config_from_dict, save_config
 from .data import DataReport, load_training_data
 from .provenance import check_data_unchanged, public_config, public_report
@@ -245,7 +246,7 @@ def save_trained_model(st_model: Any, config: TrainConfig, reports: list[DataRep
         (side / "environment.json").write_text(json.dumps(environment(), indent=2) + "\n")
         (side / "data_files.json").write_text(
             json.dumps([public_report(r) for r in reports], indent=2, ensure_ascii=False) + "\n")
-        write_card(staging, model_id=str(output))
+        write_card(staging, model_id=public_path(output))
     return output
 
 
