@@ -142,3 +142,13 @@ def test_a_non_finite_recomposed_projection_is_refused(bert_dump_model, tmp_path
     projection.gammas = torch.full((4,), 0.5)
     with pytest.raises(ValueError, match="not finite"):
         projection.select(2)
+
+
+def test_an_over_long_input_says_what_to_do(bert_dump_model):
+    from tests.tiny_models import MAX_POSITIONS
+
+    model = _automodel(bert_dump_model)
+    cls_id = model.config.text_config.pad_token_id or 0  # any id: only the [DUMP] prefix after it is checked
+    ids = torch.tensor([[cls_id, *model.config.dump_token_ids, *[5] * MAX_POSITIONS]])
+    with pytest.raises(ValueError, match="truncation=True"):
+        model(input_ids=ids, attention_mask=torch.ones_like(ids))

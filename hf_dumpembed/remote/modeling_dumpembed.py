@@ -213,6 +213,10 @@ class DumpEmbedModel(DumpEmbedPreTrainedModel):
             config.hidden_size, stored_dim, selection=selection, eps=float(info.get("eps", SPECTRAL_EPS))
         )
         self._backbone_takes_position_ids = "position_ids" in inspect.signature(self.backbone.forward).parameters
+        # A learned absolute position table cannot index past its size: longer inputs get a clear error.
+        self._absolute_positions = any(name.rsplit(".", 1)[-1] in ("position_embeddings", "wpe")
+                                       and isinstance(module, nn.Embedding)
+                                       for name, module in self.backbone.named_modules())
         self.post_init()
 
     @classmethod
@@ -373,6 +377,13 @@ class DumpEmbedModel(DumpEmbedPreTrainedModel):
         if self.config.prompt_mode is not None:
             input_ids, attention_mask, pool_mask = self.compose_prompt(input_ids, attention_mask)
             token_type_ids = None
+        limit = self.config.max_position_embeddings
+        if self._absolute_positions and limit is not None and input_ids.shape[1] > limit:
+            raise ValueError(
+                f"inputs of {input_ids.shape[1]} tokens exceed this model's limit of {limit} positions. Tokenize with "
+                f"truncation=True (max_length={limit}; sentence-transformers truncates to model.max_seq_length), or "
+                "split long texts into passages."
+            )
         backbone_kwargs = {key: value for key, value in kwargs.items() if key != "return_dict"}
         if "position_ids" not in backbone_kwargs and self._backbone_takes_position_ids:
             if bool((attention_mask[:, 0] == 0).any()):
