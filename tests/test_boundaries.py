@@ -205,3 +205,16 @@ def test_push_refuses_a_file_that_names_a_private_path(bert_dump_model, tmp_path
     report = FolderReport(folder=folder, kind=FolderKind.DUMPEMBED)
     static_checks(folder, report)
     assert any("training/data_files.json names a local absolute path" in p for p in report.problems)
+
+
+def test_the_published_run_config_names_no_absolute_path(tiny_bert, tmp_path):
+    from hf_dumpembed.training.config import config_from_dict
+    from hf_dumpembed.training.provenance import public_config
+    from tests.training_fixtures import run_config, toy_rows, write_jsonl
+
+    data = write_jsonl(tmp_path / "toy.jsonl", toy_rows())
+    raw = run_config(tiny_bert, data, tmp_path / "m")
+    raw["data"]["mining"] = {"cache_dir": str(tmp_path / "mined")}
+    text = json.dumps(public_config(config_from_dict(raw)).to_dict())
+    assert str(tmp_path) not in text and str(tiny_bert) not in text
+    assert '"cache_dir": "mined"' in text and '"path": "toy.jsonl"' in text

@@ -18,19 +18,30 @@ logger = logging.getLogger(__name__)
 DATA_HASHES = "data_sha256.json"
 
 
+def _public(value: Any) -> Any:
+    """``value`` with every absolute path string (at any depth of dataclasses, tuples, lists, dicts) made public."""
+    if isinstance(value, str):
+        return public_path(value) if Path(value).expanduser().is_absolute() else value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.replace(value, **{f.name: _public(getattr(value, f.name))
+                                             for f in dataclasses.fields(value) if f.init})
+    if isinstance(value, (list, tuple)):
+        return type(value)(_public(item) for item in value)
+    if isinstance(value, dict):
+        return {key: _public(item) for key, item in value.items()}
+    return value
+
+
 def public_config(config: TrainConfig) -> TrainConfig:
-    """The run config as published in ``training/config.yaml``: local paths as relative paths or names."""
-    data = tuple(dataclasses.replace(d, path=public_path(d.path)) for d in config.data)
-    model = dataclasses.replace(config.model, backbone=public_path(config.model.backbone),
-                                init_from=public_path(config.model.init_from))
-    return dataclasses.replace(config, data=data, model=model, output=public_path(config.output),
-                               checkpoint_dir=public_path(config.checkpoint_dir))
+    """The run config as published in ``training/config.yaml``: every local path (data, backbone, output,
+    checkpoints, mining model and cache, ...) as a relative path or a name."""
+    return _public(config)
 
 
 def public_report(report: DataReport, entry: bool = False) -> dict[str, Any]:
     """``training/data_files.json`` row (or, with ``entry``, the ``training_info["datasets"]`` entry) of one data
     source, naming it by name, relative path and sha256."""
-    row = report.dataset_entry() if entry else dataclasses.asdict(report)
+    row = _public(report.dataset_entry() if entry else dataclasses.asdict(report))
     row["path"] = public_path(report.path)
     return row
 
