@@ -56,7 +56,10 @@ def test_spectemp_folder_same_vectors_everywhere_with_provenance(spectemp_folder
     info = _info(fit16)
     assert SCHEMA_KEYS <= set(info)
     assert info["method"] == "spectemp" and info["mode"] == "reference" and info["dim"] == 16
-    assert info["corpus"] == {"path": str(corpus), "sha256": sha256_files([corpus]), "num_texts": len(corpus_texts())}
+    # Named by name and sha256, never by an absolute path of this machine (the corpus lies outside the cwd).
+    assert info["corpus"] == {"path": corpus.name, "name": corpus.name, "sha256": sha256_files([corpus]),
+                              "num_texts": len(corpus_texts())}
+    assert not Path(info["source_model"]).is_absolute()
     assert 0.0 <= info["gamma"] <= 1.0 and info["knee"] >= 1
     for plot in info["plots"]:
         assert (fit16 / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -4,6 +4,7 @@ against a local fake Hub (tests/publish_fixtures.py), dry runs, tokens."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import runpy
 import subprocess
@@ -129,8 +130,9 @@ def test_broken_folder_is_refused_before_any_request(publishable, hub, tmp_path,
 
 def test_a_folder_that_does_not_load_is_refused(publishable, hub, tmp_path, capsys):
     folder = copy_model(publishable, tmp_path / "corrupt")
-    weights = folder / "model.safetensors"
-    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])  # truncated download, say
+    config = json.loads((folder / "config.json").read_text())
+    config["text_config"]["hidden_size"] += 4  # weights of another shape: the header is fine, loading is not
+    (folder / "config.json").write_text(json.dumps(config))
     with pytest.raises(SystemExit, match="fresh-process load .trust_remote_code=True. failed"):
         main(["push", str(folder), "acme/tiny-dump"])
     assert hub.requests == []

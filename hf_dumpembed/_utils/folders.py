@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from .atomic import atomic_output, check_separate
 
-def check_output_dir(out_dir: str | Path, overwrite: bool) -> Path:
-    """Refuse to write into an existing non-empty folder unless ``overwrite`` is set."""
+
+def check_output_dir(out_dir: str | Path, overwrite: bool, inputs: Iterable[str | Path | None] = ()) -> Path:
+    """Refuse to write into an existing non-empty folder unless ``overwrite`` is set, and an output that is,
+    contains or lies inside one of ``inputs``."""
     out_dir = Path(out_dir)
+    check_separate(out_dir, inputs)
     if out_dir.exists() and not out_dir.is_dir():
         raise FileExistsError(f"{out_dir} exists and is not a folder; choose another output path.")
     if out_dir.is_dir() and any(out_dir.iterdir()) and not overwrite:
@@ -23,16 +25,13 @@ def check_output_dir(out_dir: str | Path, overwrite: bool) -> Path:
 
 
 @contextmanager
-def staged_output(out_dir: str | Path, overwrite: bool = False) -> Iterator[Path]:
-    """Yield a staging folder; on success it replaces ``out_dir``, on error it is removed and ``out_dir`` kept."""
-    out_dir = check_output_dir(out_dir, overwrite).resolve()
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.staging-", dir=out_dir.parent))
-    try:
+def staged_output(out_dir: str | Path, overwrite: bool = False,
+                  inputs: Iterable[str | Path | None] = ()) -> Iterator[Path]:
+    """Yield a staging folder; on success it replaces ``out_dir``, on error it is removed and ``out_dir`` kept.
+
+    One writer per output (a lock next to it; another run gets a clear error) and a swap that leaves the old or
+    the new folder whole at every instant (see `hf_dumpembed._utils.atomic`).
+    """
+    out_dir = check_output_dir(out_dir, overwrite, inputs).resolve()
+    with atomic_output(out_dir, inputs, check=lambda path: check_output_dir(path, overwrite)) as staging:
         yield staging
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    staging.rename(out_dir)

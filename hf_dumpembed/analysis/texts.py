@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..data.beir import document_text, is_beir_folder, load_corpus, read_jsonl
+from ..data.text_input import read_text_lines
 
 
 def read_texts(path: str | Path, max_texts: int | None = None) -> list[str]:
@@ -20,7 +21,7 @@ def read_texts(path: str | Path, max_texts: int | None = None) -> list[str]:
                 raise ValueError(f'{path}:{line}: expected a string "text" field.')
             texts.append(row["text"])
     elif path.is_file():
-        texts = path.read_text(encoding="utf-8").splitlines()
+        texts = read_text_lines(path)
     else:
         raise FileNotFoundError(f"{path} is neither a text/.jsonl file nor a BEIR folder (with corpus.jsonl).")
     texts = [t.strip() for t in texts if t.strip()]

@@ -8,8 +8,9 @@ import os
 DESCRIPTION = """\
 Fit a post-hoc linear projection on a DumpEmbed model and write OUT, a new model folder whose projection
 (mean + matrix, applied to the L2-normalised pooled embedding, then L2 again) holds the fitted map. MODEL is
-only read. Provenance (method, mode, k, γ, knee, τ, corpus path + sha256, number of texts, date) goes to
-config.projection_info, plots to OUT/plots/.
+only read (OUT may not lie inside MODEL or the corpus, nor contain them). Provenance (method, mode, k, γ, knee, τ,
+corpus name / relative path + sha256, number of texts, date) goes to config.projection_info, plots to OUT/plots/.
+A second fit to the same OUT while this one runs fails at once; non-finite corpus statistics are refused.
 
 Methods (SpecTemp and baselines are fitted on the embeddings of --corpus; the others need no corpus):
   spectemp        PCA with spectral tempering: γ(k) from the SNR knee of the spectrum (--robust: ours)

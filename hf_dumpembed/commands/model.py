@@ -29,19 +29,22 @@ def _export_st(args: argparse.Namespace) -> None:
     from ..model.export import export_stock_st
     from ..model.verify import check_load_paths
 
-    out = export_stock_st(args.model, args.out, overwrite=args.overwrite)
-    say(f"Wrote {out}")
-    if not args.no_check:
-        report = check_load_paths(args.model, stock_export_dir=out, include_mteb=False)
+    def check(staging: Path) -> None:  # on the complete export, before it is moved into place
+        report = check_load_paths(args.model, stock_export_dir=staging, include_mteb=False)
         say(report.describe())
         if not report.ok:
-            raise SystemExit("The stock export does not reproduce the model's vectors (see above).")
+            raise SystemExit("The stock export does not reproduce the model's vectors (see above); nothing was "
+                             "written.")
+
+    out = export_stock_st(args.model, args.out, overwrite=args.overwrite, check=None if args.no_check else check)
+    say(f"Wrote {out}")
 
 
 def _verify(args: argparse.Namespace) -> None:
+    from ..data.text_input import read_text_lines
     from ..model.verify import check_load_paths
 
-    texts = Path(args.texts).read_text().splitlines() if args.texts else None
+    texts = read_text_lines(args.texts) if args.texts else None
     kwargs = {"texts": [t for t in texts if t.strip()]} if texts else {}
     report = check_load_paths(args.model, stock_export_dir=args.stock, tolerance=args.tolerance, **kwargs)
     say(report.describe())

@@ -14,8 +14,13 @@ are staged in a fresh folder and loaded in a new Python process where hf_dumpemb
 AutoModel and SentenceTransformer (trust_remote_code=True; False for a stock export), and the vectors must agree
 (also across encode_query / encode_document and batching). The folder must hold only safetensors weights (no
 .bin/.pt/.pkl), its remote code, tokenizer and sentence-transformers files and a model card README.md with front
-matter whose snippets load REPO_ID (`hf-dumpembed card MODEL --model-id REPO_ID`); plots/*.png and training/* are
-allowed, anything else is refused as a stray file. A failed check prints the report and uploads nothing.
+matter whose snippets load REPO_ID (`hf-dumpembed card MODEL --model-id REPO_ID`); plots/*.png and the training
+side files (training/config.yaml, environment.json, data_files.json) are allowed, anything else is refused as a
+stray file. Only regular files inside MODEL are staged: symbolic links, hard links shared with files outside it and
+special files are refused; every file is checked by content (safetensors by its header, JSON/YAML by parsing, PNG
+by signature, no pickle or zip archive under any name), and a file that looks like it holds a credential (Hugging
+Face, GitHub, AWS, OpenAI tokens, private keys, password assignments) is refused. A failed check prints the report
+and uploads nothing.
 
 Then the repo is created (if missing), the branch too (--branch), and the staged files are committed as one
 commit; files on that branch that the folder no longer has are deleted in the same commit (.gitattributes is

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .text_input import iter_utf8_lines
+
 CORPUS_FILE = "corpus.jsonl"
 QUERIES_FILE = "queries.jsonl"
 QRELS_HEADER = ("query-id", "corpus-id", "score")
@@ -44,17 +46,16 @@ def is_beir_folder(path: str | Path) -> bool:
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each non-blank line; a clear error on invalid JSON or a non-object line."""
-    with path.open(encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{line_number}: not valid JSON ({error.msg}).") from None
-            if not isinstance(row, dict):
-                raise ValueError(f"{path}:{line_number}: expected a JSON object, got {type(row).__name__}.")
-            yield line_number, row
+    for line_number, line in iter_utf8_lines(path):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}:{line_number}: not valid JSON ({error.msg}).") from None
+        if not isinstance(row, dict):
+            raise ValueError(f"{path}:{line_number}: expected a JSON object, got {type(row).__name__}.")
+        yield line_number, row
 
 
 def _require_file(path: Path, what: str) -> Path:
@@ -94,17 +95,17 @@ def load_qrels(folder: str | Path, split: str = "test") -> dict[str, dict[str, i
     """``qrels/<split>.tsv`` (header ``query-id corpus-id score``) as query id -> document id -> score."""
     path = _require_file(Path(folder) / "qrels" / f"{split}.tsv", f"qrels/{split}.tsv (query-id, corpus-id, score)")
     qrels: dict[str, dict[str, int]] = {}
-    with path.open(encoding="utf-8", newline="") as handle:
-        for line_number, fields in enumerate(csv.reader(handle, delimiter="\t"), start=1):
-            if not fields or (line_number == 1 and fields[0] == QRELS_HEADER[0]):
-                continue
-            if len(fields) != 3:
-                raise ValueError(f"{path}:{line_number}: expected 3 tab-separated fields, got {len(fields)}.")
-            try:
-                score = int(fields[2])
-            except ValueError:
-                raise ValueError(f"{path}:{line_number}: score {fields[2]!r} is not an integer.") from None
-            qrels.setdefault(fields[0], {})[fields[1]] = score
+    lines = (line for _, line in iter_utf8_lines(path))
+    for line_number, fields in enumerate(csv.reader(lines, delimiter="\t"), start=1):
+        if not fields or (line_number == 1 and fields[0] == QRELS_HEADER[0]):
+            continue
+        if len(fields) != 3:
+            raise ValueError(f"{path}:{line_number}: expected 3 tab-separated fields, got {len(fields)}.")
+        try:
+            score = int(fields[2])
+        except ValueError:
+            raise ValueError(f"{path}:{line_number}: score {fields[2]!r} is not an integer.") from None
+        qrels.setdefault(fields[0], {})[fields[1]] = score
     if not qrels:
         raise ValueError(f"{path} holds no relevance judgements.")
     return qrels

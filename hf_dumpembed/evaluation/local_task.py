@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from pathlib import Path
 
-from .._utils.hashing import sha256_file
 from ..data.beir import BeirData, load_beir
-from ..data.corpora.manifest import MANIFEST_FILE
+from .fingerprint import beir_files_sha256
 
 
 def _folder_revision(folder: Path, split: str) -> str:
-    """The manifest's checksum when the folder has one, else a sha256 over its data files: results name the data."""
-    manifest = folder / MANIFEST_FILE
-    if manifest.is_file():
-        try:
-            return str(json.loads(manifest.read_text(encoding="utf-8"))["sha256"])
-        except (KeyError, ValueError):
-            pass
-    files = [folder / "corpus.jsonl", folder / "queries.jsonl", folder / "qrels" / f"{split}.tsv"]
-    text = "\n".join(f"{p.name} {sha256_file(p)}" for p in files if p.is_file())
-    return hashlib.sha256(text.encode()).hexdigest()
+    """A sha256 over the data files themselves (never a manifest's claim): results name the data they scored, and
+    an edited file gives another revision, so its cached result is not reused."""
+    return beir_files_sha256(folder, split)
 
 
 def task_name_for(folder: str | Path) -> str:

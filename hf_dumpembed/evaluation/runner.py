@@ -53,6 +53,16 @@ def load_tasks(specs: list[str], data_dir: str | Path = DEFAULT_DATA_DIR) -> lis
     return tasks
 
 
+def _cached_for_other_data(cache, task, meta) -> bool:
+    """True when ``cache`` holds a result of ``task`` for this model computed on another dataset revision."""
+    try:
+        existing = cache.load_task_result(task.metadata.name, meta)
+    except Exception:  # unreadable result files are mteb's to report (it re-runs them)
+        return False
+    revision = getattr(task.metadata, "revision", None)
+    return existing is not None and revision is not None and existing.dataset_revision != revision
+
+
 def run_eval(
     model_dir: str | Path,
     tasks: list[str],
@@ -81,18 +91,24 @@ def run_eval(
     wrapper = SentenceTransformerEncoderWrapper(str(model_dir), revision=None, trust_remote_code=True)
     wrapper.mteb_model_meta = meta
     cache = ResultCache(results_dir)
-    try:
-        result = mteb.evaluate(
-            wrapper,
-            task_objects,
-            cache=cache,
-            overwrite_strategy="always" if overwrite else "only-missing",
-            encode_kwargs={"batch_size": batch_size},
-        )
-    except DatasetGenerationError as error:  # tasks finished before this one keep their result files
-        raise dataset_build_error(error, [t.metadata.name for t in task_objects]) from error
+    # mteb reuses a complete cached result even when the task's dataset revision changed: a local folder's revision
+    # is the hash of its files, so a task whose data was edited since its cached result is run again.
+    stale = {task.metadata.name for task in task_objects if _cached_for_other_data(cache, task, meta)}
+    if stale:
+        logger.info("data changed since the cached results of %s: evaluating again", ", ".join(sorted(stale)))
+    task_results = []
+    for group, strategy in (([t for t in task_objects if t.metadata.name not in stale],
+                             "always" if overwrite else "only-missing"),
+                            ([t for t in task_objects if t.metadata.name in stale], "always")):
+        if not group:
+            continue
+        try:
+            task_results += mteb.evaluate(wrapper, group, cache=cache, overwrite_strategy=strategy,
+                                          encode_kwargs={"batch_size": batch_size}).task_results
+        except DatasetGenerationError as error:  # tasks finished before this one keep their result files
+            raise dataset_build_error(error, [t.metadata.name for t in group]) from error
     rows = []
-    for task_result in result.task_results:
+    for task_result in task_results:
         for split, entries in task_result.scores.items():
             for entry in entries:
                 scores = {k: float(v) for k, v in entry.items() if isinstance(v, (int, float))}

@@ -250,20 +250,19 @@ def write_submission(
     for path in task_files:
         read_task_result(path)  # a clear error naming the file when it is not a valid mteb result
     check_leaderboard_results(task_files)  # official mteb tasks only, complete for their evaluation splits
-    if out.exists() and any(out.iterdir()):
-        if not overwrite:
-            raise FileExistsError(f"{out} exists and is not empty; pass --overwrite to replace it.")
-        shutil.rmtree(out)
-    target = out / "results" / meta.model_name_as_path() / meta.revision
-    target.mkdir(parents=True)
-    for path in task_files:
-        shutil.copy2(path, target / path.name)
-    meta_json = json.dumps(meta.to_dict(), indent=2, default=str) + "\n"
-    (target / "model_meta.json").write_text(meta_json, encoding="utf-8")
-    (out / "model_meta.json").write_text(meta_json, encoding="utf-8")
-    (out / "model_meta.py").write_text(model_meta_snippet(meta), encoding="utf-8")
-    if not _HEX40.match(meta.revision):
-        (out / "WARNING.txt").write_text(
-            f"revision {meta.revision!r} is not a 40-hex Hub commit: push the model and re-run with --revision.\n"
-        )
+    from .._utils.folders import staged_output
+
+    with staged_output(out, overwrite=overwrite, inputs=[model_dir, results_dir]) as staging:
+        target = staging / "results" / meta.model_name_as_path() / meta.revision
+        target.mkdir(parents=True)
+        for path in task_files:
+            shutil.copy2(path, target / path.name)
+        meta_json = json.dumps(meta.to_dict(), indent=2, default=str) + "\n"
+        (target / "model_meta.json").write_text(meta_json, encoding="utf-8")
+        (staging / "model_meta.json").write_text(meta_json, encoding="utf-8")
+        (staging / "model_meta.py").write_text(model_meta_snippet(meta), encoding="utf-8")
+        if not _HEX40.match(meta.revision):
+            (staging / "WARNING.txt").write_text(
+                f"revision {meta.revision!r} is not a 40-hex Hub commit: push the model and re-run with --revision.\n"
+            )
     return out

@@ -12,7 +12,9 @@ import torch
 from sentence_transformers.util import load_file_path
 from transformers import AutoModel, AutoTokenizer, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
 
+from .._utils.atomic import output_lock
 from .._utils.folders import check_output_dir, staged_output
+from .._utils.public_paths import public_path
 from ..data.assets import embedded_hub_id
 from ..remote import DumpEmbedConfig, DumpEmbedModel
 from ..remote.modeling_dumpembed import DumpProjection
@@ -23,6 +25,10 @@ from .st_files import write_sentence_transformers_files
 from .tokenizer import add_dump_tokens, save_dump_tokenizer
 
 logger = logging.getLogger(__name__)
+
+# Far above any useful K (the [DUMP] paper uses 1-16): a typo like 100000 fails before anything is loaded.
+MAX_DUMP_TOKENS = 1024
+
 
 class Pooling(str, Enum):
     """Pooling of the backbone's last hidden states: [CLS], last token, mean, or mean without the [DUMP] slots."""
@@ -68,8 +74,14 @@ class BuildOptions:
     prompt: str | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.num_dump_tokens, int) or self.num_dump_tokens < 0:
-            raise ValueError(f"num_dump_tokens must be an integer >= 0; got {self.num_dump_tokens!r}.")
+        if (isinstance(self.num_dump_tokens, bool) or not isinstance(self.num_dump_tokens, int)
+                or not 0 <= self.num_dump_tokens <= MAX_DUMP_TOKENS):
+            raise ValueError(f"num_dump_tokens must be an integer between 0 and {MAX_DUMP_TOKENS} (the [DUMP] paper "
+                             f"uses 1-16); got {self.num_dump_tokens!r}.")
+        for name in ("max_seq_length", "seed"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise ValueError(f"{name} must be a non-negative integer; got {value!r}.")
         if self.pooling == "auto":
             object.__setattr__(self, "pooling", None)
         if self.pooling is not None:
@@ -206,6 +218,13 @@ def build_dump_model(
             f"max_seq_length={max_seq_length} exceeds the backbone's position limit {position_limit}; "
             f"use --max-seq-length {position_limit} or less."
         )
+    specials = tokenizer.num_special_tokens_to_add(pair=False)
+    if options.num_dump_tokens + specials >= max_seq_length:
+        raise ValueError(
+            f"{options.num_dump_tokens} [DUMP] tokens + {specials} special token(s) leave no room for text in "
+            f"max_seq_length={max_seq_length}: use at most {max(0, max_seq_length - specials - 1)} [DUMP] tokens "
+            "(--dump-tokens) or a larger --max-seq-length."
+        )
     ensure_pad_token(tokenizer)
     dump = add_dump_tokens(tokenizer, options.num_dump_tokens)
     if dump.ids:
@@ -216,6 +235,7 @@ def build_dump_model(
                    copy_token_id=copy_token_id)
     tokenizer.model_max_length = max_seq_length
 
+    model.config._name_or_path = embedded_hub_id(backbone) or public_path(backbone)  # no local path in config.json
     config = DumpEmbedConfig(
         text_config=model.config,
         num_dump_tokens=options.num_dump_tokens,
@@ -223,7 +243,7 @@ def build_dump_model(
         dump_token_offset=dump.offset,
         pooling=pooling.value,
         normalize=options.normalize,
-        base_model=embedded_hub_id(backbone) or str(backbone),
+        base_model=embedded_hub_id(backbone) or public_path(backbone),
         dump_init=options.init.value if options.init is not DumpInit.TOKEN else f"token:{options.init_token}",
         pooling_reason=pooling_reason,
     )
@@ -252,7 +272,7 @@ def save_dump_model(
         model.save_pretrained(staging, safe_serialization=True)
         save_dump_tokenizer(tokenizer, staging, max_length=tokenizer.model_max_length)
         write_sentence_transformers_files(staging)
-        write_card(staging, model_id=str(out_dir))
+        write_card(staging, model_id=public_path(out_dir))
     return Path(out_dir)
 
 
@@ -264,6 +284,7 @@ def build(
     overwrite: bool = False,
 ) -> Path:
     """`build_dump_model` then `save_dump_model`: the `hf-dumpembed build` command."""
-    check_output_dir(out_dir, overwrite)  # fail before loading anything
-    model, tokenizer = build_dump_model(backbone, options, revision)
-    return save_dump_model(model, tokenizer, out_dir, overwrite=overwrite)
+    check_output_dir(out_dir, overwrite, inputs=[backbone])  # fail before loading anything
+    with output_lock(out_dir):  # one writer per output, from the start
+        model, tokenizer = build_dump_model(backbone, options, revision)
+        return save_dump_model(model, tokenizer, out_dir, overwrite=overwrite)

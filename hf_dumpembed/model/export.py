@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -16,8 +17,10 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules.transformer import Transformer
 from sentence_transformers.sentence_transformer.modules import Dense, Normalize, Pooling
 
-from .._utils.folders import staged_output
+from .._utils.atomic import output_lock
+from .._utils.folders import check_output_dir, staged_output
 from ..remote import DumpEmbedModel
+from .folder_check import require_dumpembed_folder
 from .st_files import DEFAULT_PROMPTS
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
@@ -53,9 +56,21 @@ def stock_exportable(model_dir: str | Path) -> bool:
     return config.get("pooling") in ST_POOLING and config.get("prompt_mode") is None
 
 
-def export_stock_st(model_dir: str | Path, out_dir: str | Path, overwrite: bool = False) -> Path:
-    """Write ``out_dir`` as a stock sentence-transformers model reproducing ``model_dir``'s vectors."""
+def export_stock_st(model_dir: str | Path, out_dir: str | Path, overwrite: bool = False,
+                    check: Callable[[Path], None] | None = None) -> Path:
+    """Write ``out_dir`` as a stock sentence-transformers model reproducing ``model_dir``'s vectors.
+
+    ``check(staging)`` runs on the complete export before it is moved into place: when it raises, nothing is
+    written (e.g. the vector comparison of `hf-dumpembed export-st`).
+    """
     model_dir = Path(model_dir)
+    require_dumpembed_folder(model_dir)
+    check_output_dir(out_dir, overwrite, inputs=[model_dir])
+    with output_lock(out_dir):
+        return _export(model_dir, out_dir, overwrite, check)
+
+
+def _export(model_dir: Path, out_dir: str | Path, overwrite: bool, check: Callable[[Path], None] | None) -> Path:
     model = DumpEmbedModel.from_pretrained(model_dir, dtype=torch.float32)
     if model.config.prompt_mode is not None:
         raise ValueError(
@@ -69,7 +84,7 @@ def export_stock_st(model_dir: str | Path, out_dir: str | Path, overwrite: bool 
             "[CLS]); serve it with remote code (trust_remote_code=True), or rebuild with --pooling mean to get a "
             "stock-exportable model."
         )
-    with staged_output(out_dir, overwrite=overwrite) as staging:
+    with staged_output(out_dir, overwrite=overwrite, inputs=[model_dir]) as staging:
         backbone_dir = staging / "_backbone"
         model.backbone.save_pretrained(backbone_dir, safe_serialization=True)
         for name in TOKENIZER_FILES:
@@ -93,6 +108,8 @@ def export_stock_st(model_dir: str | Path, out_dir: str | Path, overwrite: bool 
         for name in TOKENIZER_FILES:  # ST re-saves the tokenizer; keep the original files byte for byte
             if (model_dir / name).exists():
                 shutil.copyfile(model_dir / name, staging / name)
+        if check is not None:
+            check(staging)
     return Path(out_dir)
 
 

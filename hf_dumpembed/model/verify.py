@@ -95,7 +95,17 @@ def check_load_paths(
     tolerance: float = 1e-5,
 ) -> ParityReport:
     """Encode ``texts`` through AutoModel, SentenceTransformer, MTEB (and a stock export) and compare."""
+    from .folder_check import require_dumpembed_folder
+
+    require_dumpembed_folder(model_dir)
+    if stock_export_dir is not None and not (Path(stock_export_dir) / "modules.json").is_file():
+        raise ValueError(f"--stock {stock_export_dir} is not a sentence-transformers folder (no modules.json); "
+                         "export one with `hf-dumpembed export-st`.")
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not 0 <= tolerance < float("inf"):
+        raise ValueError(f"tolerance must be a finite number >= 0; got {tolerance!r}.")
     texts = list(texts)
+    if not texts or not all(isinstance(t, str) for t in texts):
+        raise ValueError("texts must be a non-empty list of strings.")
     reference = encode_with_automodel(model_dir, texts)
     others = {"sentence-transformers": encode_with_sentence_transformers(model_dir, texts)}
     if include_mteb:

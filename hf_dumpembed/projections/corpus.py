@@ -12,7 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
+from .._utils.public_paths import public_path
 from ..data.beir import document_text, is_beir_folder, read_jsonl
+from ..data.text_input import read_text_lines
 
 JSONL_TEXT_FIELDS = ("text", "sentence", "content", "document", "passage")
 HASH_CHUNK = 1 << 20
@@ -30,7 +32,8 @@ class Corpus:
 
     def provenance(self) -> dict[str, object]:
         """``projection_info["corpus"]``: path, sha256 of the source, texts fitted on (and the sample, if any)."""
-        info: dict[str, object] = {"path": self.path, "sha256": self.sha256, "num_texts": len(self.texts)}
+        info: dict[str, object] = {"path": public_path(self.path), "name": Path(self.path).name,
+                                   "sha256": self.sha256, "num_texts": len(self.texts)}
         if len(self.texts) < self.num_source_texts:
             info["sampled_from"] = self.num_source_texts
         return info
@@ -101,7 +104,7 @@ def read_corpus(path: str | Path, text_column: str | None = None, max_texts: int
         texts = _read_jsonl_file(path)
     elif path.is_file() and path.suffix == ".txt":
         files, kind = [path], "txt"
-        texts = path.read_text(encoding="utf-8").splitlines()
+        texts = read_text_lines(path)
     else:
         raise ValueError(
             f"cannot read a corpus from {path}: expected a .jsonl file (one object with a 'text' field per line), "

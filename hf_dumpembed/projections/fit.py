@@ -11,6 +11,7 @@ import logging
 import shutil
 import warnings
 from collections.abc import Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import Enum
@@ -21,10 +22,13 @@ import numpy as np
 import torch
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
+from .._utils.atomic import output_lock
 from .._utils.folders import check_output_dir, staged_output
+from .._utils.public_paths import public_path
+from ..model.folder_check import require_dumpembed_folder
 from ..model.prompting import PROMPT_TEMPLATES, PromptMode, prompt_mode, set_prompt_mode  # noqa: F401 - re-exported
 from ..remote import DumpEmbedModel
-from ..remote.modeling_dumpembed import SPECTRAL_EPS, DumpProjection, band_matrix, spectral_matrix
+from ..remote.modeling_dumpembed import SPECTRAL_EPS, DumpProjection, band_matrix, check_finite, spectral_matrix
 from . import baselines
 from .corpus import Corpus, read_corpus
 from .embedfilter import band_size, band_start, gram_basis
@@ -94,6 +98,16 @@ class FitOptions:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "method", _choice(Method, self.method, "method"))
+        for name in ("dim", "ratio", "seed", "max_texts", "batch_size"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise ValueError(f"{name} must be an integer; got {value!r} ({type(value).__name__}).")
+        if self.gamma is not None and (isinstance(self.gamma, bool) or not isinstance(self.gamma, (int, float))):
+            raise ValueError(f"gamma must be a number; got {self.gamma!r}.")
+        if self.ratio is not None and self.ratio < 1:
+            raise ValueError(f"ratio must be >= 1; got {self.ratio}.")
+        if self.max_texts is not None and self.max_texts < 1:
+            raise ValueError(f"max_texts must be >= 1; got {self.max_texts}.")
         if self.prompt is not None:
             object.__setattr__(self, "prompt", prompt_mode(self.prompt))
         method = self.method
@@ -251,8 +265,21 @@ def fit_projections(model_dir: str | Path, targets: Mapping[str | Path, FitOptio
     (e.g. SpecTemp and PCA at the same k: the same spectrum, two maps). Returns the folders in ``targets`` order."""
     import torch.distributed as dist
 
-    model_dir = Path(model_dir)
+    model_dir = require_dumpembed_folder(model_dir)
     items = [(Path(out), options) for out, options in targets.items()]
+    writer = not (dist.is_available() and dist.is_initialized() and dist.get_rank() != 0)
+    with ExitStack() as locks:
+        if writer:  # one writer per output, from the start: a second run fails now, not after encoding
+            for out_dir, _ in items:
+                check_output_dir(out_dir, overwrite, inputs=[model_dir, corpus, items[0][1].lm_head])
+                locks.enter_context(output_lock(out_dir))
+        return _fit_locked(model_dir, items, corpus, overwrite)
+
+
+def _fit_locked(model_dir: Path, items: list[tuple[Path, FitOptions]], corpus: str | Path | None,
+                overwrite: bool) -> list[Path]:
+    import torch.distributed as dist
+
     if not items:
         raise ValueError("fit_projections needs at least one (output folder, options) target.")
     first = items[0][1]
@@ -260,7 +287,7 @@ def fit_projections(model_dir: str | Path, targets: Mapping[str | Path, FitOptio
         if out_dir.resolve() == model_dir.resolve():
             raise ValueError("the output folder must differ from the source model folder (the source is never "
                              "modified).")
-        check_output_dir(out_dir, overwrite)
+        check_output_dir(out_dir, overwrite, inputs=[model_dir, corpus, options.lm_head])
         if options.needs_corpus and corpus is None:
             raise ValueError(f"--method {options.method.value} is fitted on corpus embeddings: pass --corpus PATH.")
         differing = [f for f in _ENCODING_FIELDS if getattr(options, f) != getattr(first, f)]
@@ -303,10 +330,11 @@ def fit_projections(model_dir: str | Path, targets: Mapping[str | Path, FitOptio
         if used is not None and len(used.texts) < used.num_source_texts:
             info["seed"] = options.seed  # the seed of the corpus sample
         info.update(fitted.info)
-        info.update(source_model=str(model_dir), input="L2-normalised pooled embedding",
+        info.update(source_model=public_path(model_dir), input="L2-normalised pooled embedding",
                     prompt=model.config.prompt_mode,
                     max_dim=d if fitted.info.get("selection") else info["dim"],
                     selectable_dims=_selectable(d, info) if fitted.info.get("selection") else [info["dim"]])
+        check_finite(fitted.projection, prefix="projection.")  # never write a map that gives NaN vectors
         model.projection = fitted.projection
         model.config.projection_dim = info["dim"]
         written.append(_write_folder(model, model_dir, out_dir, fitted, info, options, overwrite))
@@ -321,7 +349,7 @@ def _write_folder(model: DumpEmbedModel, model_dir: Path, out_dir: Path, fitted:
                   info: dict[str, Any], options: FitOptions, overwrite: bool) -> Path:
     from ..model.card import write_card
 
-    with staged_output(out_dir, overwrite=overwrite) as staging:
+    with staged_output(out_dir, overwrite=overwrite, inputs=[model_dir]) as staging:
         for item in model_dir.iterdir():
             if item.name in REWRITTEN or item.suffix == ".py" or item.name == "plots" or item.name.startswith("."):
                 continue
@@ -333,6 +361,6 @@ def _write_folder(model: DumpEmbedModel, model_dir: Path, out_dir: Path, fitted:
             info["plots"] = _write_plots(fitted, staging)
         model.config.projection_info = info
         model.save_pretrained(staging, safe_serialization=True)
-        write_card(staging, model_id=str(out_dir))
+        write_card(staging, model_id=public_path(out_dir))
     logger.info("Wrote %s: %s, dim %s", out_dir, info["method"], info["dim"])
     return out_dir

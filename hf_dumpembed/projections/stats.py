@@ -183,6 +183,12 @@ def numerical_rank(eigenvalues: np.ndarray, count: int | None = None) -> int:
 def eigendecompose(stats: StreamingStats) -> Spectrum:
     """Covariance → `eigh` (float64), sorted descending, eigenvalues clipped at 0; warns when n ≤ d."""
     cov = stats.covariance()
+    if not (np.isfinite(cov).all() and np.isfinite(stats.mean).all()):
+        raise ValueError(
+            f"the corpus statistics (mean / covariance of {stats.count} embeddings) hold NaN or infinite values: the "
+            "model gives non-finite vectors for some texts (damaged weights, or an overflow in reduced precision). "
+            "Check the model with `hf-dumpembed verify`, or fit in float32; no projection was written."
+        )
     eigenvalues, eigenvectors = np.linalg.eigh(cov)
     order = np.argsort(eigenvalues)[::-1]
     eigenvalues = np.clip(eigenvalues[order], 0.0, None)

@@ -14,7 +14,6 @@ import json
 import logging
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,16 @@ from pathlib import Path
 
 import numpy as np
 import yaml
+
+from .._utils.public_paths import private_prefixes
+from .staging_safety import (
+    TRAINING_SIDE_FILES,
+    Identity,
+    check_file,
+    scan_folder,
+    stage_verified,
+    training_file_problem,
+)
 
 # Weight and data formats that unpickle or are not safetensors: never published.
 FORBIDDEN_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".h5", ".msgpack", ".npy", ".npz", ".joblib")
@@ -57,6 +66,7 @@ class FolderReport:
     kind: FolderKind | None = None
     problems: list[str] = field(default_factory=list)
     passed: list[str] = field(default_factory=list)
+    verified: dict[str, Identity] = field(default_factory=dict, repr=False)  # what staging may copy
 
     @property
     def ok(self) -> bool:
@@ -100,8 +110,9 @@ def folder_kind(folder: Path) -> FolderKind:
 
 
 def list_files(folder: Path) -> list[str]:
-    """Every file under ``folder`` as a POSIX path relative to it (symlinks included, as uploads follow them)."""
-    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    """The regular files under ``folder`` as POSIX paths relative to it (links and special files are not listed:
+    `static_checks` refuses them)."""
+    return sorted(scan_folder(folder).files)
 
 
 def remote_code_files(config: dict) -> set[str]:
@@ -131,7 +142,7 @@ def is_allowed(path: str, kind: FolderKind, module_dirs: set[str]) -> bool:
     if parts[0] == "plots":
         return len(parts) == 2 and path.endswith(".png")
     if parts[0] == "training":
-        return not any(p.startswith(".") or p == "__pycache__" for p in parts)
+        return len(parts) == 2 and parts[1] in TRAINING_SIDE_FILES
     if parts[0] in module_dirs and len(parts) == 2:
         return any(fnmatch.fnmatch(parts[1], pattern) for pattern in MODULE_FILE_PATTERNS)
     return False
@@ -140,7 +151,18 @@ def is_allowed(path: str, kind: FolderKind, module_dirs: set[str]) -> bool:
 def static_checks(folder: Path, report: FolderReport, repo_id: str | None = None) -> list[str]:
     """File-level checks; returns the files that would be uploaded."""
     kind = report.kind
-    files = list_files(folder)
+    scan = scan_folder(folder)
+    report.problems += scan.problems
+    files = sorted(scan.files)
+    private = tuple(private_prefixes(folder))
+    content = [problem for rel in files if (problem := training_file_problem(rel) or
+                                            check_file(folder, rel, scan.files[rel], private)) is not None]
+    if content:
+        report.problems += content
+    if not scan.problems and not content:
+        report.passed.append(f"every file is a regular file inside the folder, its content matches its type, and "
+                             f"nothing looks like a credential ({len(files)} files)")
+    report.verified = dict(scan.files)
     config = _read_json(folder / "config.json")
     forbidden = [f for f in files if f.lower().endswith(FORBIDDEN_SUFFIXES)]
     if forbidden:
@@ -192,7 +214,7 @@ def static_checks(folder: Path, report: FolderReport, repo_id: str | None = None
         report.problems.append(
             f"stray files that do not belong in a published model: {', '.join(stray)} (a published folder holds "
             "config.json, *.safetensors, remote code, tokenizer and sentence-transformers files, README.md, "
-            "plots/*.png and training/*; move the rest elsewhere)"
+            "plots/*.png and training/{config.yaml,environment.json,data_files.json}; move the rest elsewhere)"
         )
     else:
         report.passed.append(f"no stray files ({len(files)} files)")
@@ -225,23 +247,20 @@ def _card_problem(card: Path, repo_id: str | None = None) -> str | None:
     return None
 
 
-def stage_files(folder: Path, files: list[str], staging: Path) -> Path:
-    """Copy ``files`` (relative to ``folder``) into ``staging``: exactly what would be uploaded.
+def stage_files(folder: Path, files: list[str], staging: Path, verified: dict[str, Identity] | None = None,
+                link_weights: bool = False) -> Path:
+    """Copy ``files`` (relative to ``folder``) into ``staging``: exactly what would be uploaded, and only files
+    that are still the regular files the checks verified (``verified``; scanned now when None).
 
-    Weights are hard-linked when the filesystem allows it (no second copy of gigabytes); every other file is
-    copied, so editing the staging folder never changes the model folder.
+    With ``link_weights`` (a temporary staging folder, deleted after the upload) weights are hard-linked when the
+    filesystem allows it (no second copy of gigabytes); a kept staging folder gets copies, so the model folder
+    never shares an inode with it. Editing the staging folder never changes the model folder.
     """
-    for name in files:
-        target = staging / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        source = (folder / name).resolve()
-        if name.endswith(".safetensors"):
-            try:
-                os.link(source, target)
-                continue
-            except OSError:
-                pass
-        shutil.copyfile(source, target)
+    verified = scan_folder(folder).files if verified is None else verified
+    missing = sorted(set(files) - set(verified))
+    if missing:
+        raise OSError(f"not staged: {', '.join(missing)} (not a verified regular file inside {folder})")
+    stage_verified(folder, {name: verified[name] for name in files}, staging, link_weights)
     return staging
 
 
@@ -318,7 +337,10 @@ def compare_load_paths(out: dict, report: FolderReport, tolerance: float = 1e-5,
     bad = []
     for name, vectors in comparisons.items():
         diff = float(np.abs(vectors - document).max()) if vectors.shape == document.shape else float("inf")
-        (bad if diff > tolerance else report.passed).append(f"{name}: max |Δ| {diff:.1e}")
+        (report.passed if diff <= tolerance else bad).append(f"{name}: max |Δ| {diff:.1e}")  # NaN is bad
+    if not np.isfinite(document).all():
+        report.problems.append("the vectors hold NaN or infinite values: the weights or the projection are not "
+                               "finite")
     if bad:
         report.problems.append(f"vectors differ across load paths (tolerance {tolerance:g}): " + "; ".join(bad))
     num_dump = sum(token.startswith("[DUMP") for token in out["tokens"])
@@ -327,12 +349,14 @@ def compare_load_paths(out: dict, report: FolderReport, tolerance: float = 1e-5,
 
 
 def check_folder(folder: str | Path, source: str | Path | None = None, tolerance: float = 1e-5,
-                 staging: Path | None = None, repo_id: str | None = None) -> tuple[FolderReport, list[str]]:
+                 staging: Path | None = None, repo_id: str | None = None,
+                 link_weights: bool | None = None) -> tuple[FolderReport, list[str]]:
     """Run every check on ``folder``; stage the files into ``staging`` (a temporary folder when None).
 
     ``source`` is the DumpEmbed folder a stock export came from: its vectors (same fresh process, remote code)
-    must equal the export's; ``repo_id`` is where it goes (the card's snippets must load it). Returns the report
-    and the files that would be uploaded.
+    must equal the export's; ``repo_id`` is where it goes (the card's snippets must load it); ``link_weights``
+    hard-links weights into the staging folder (default: only into a temporary one). Returns the report and the
+    files that would be uploaded.
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -348,7 +372,8 @@ def check_folder(folder: str | Path, source: str | Path | None = None, tolerance
         return report, files
     how = "trust_remote_code=True" if report.kind is FolderKind.DUMPEMBED else "trust_remote_code=False"
     with tempfile.TemporaryDirectory(prefix="hf-dumpembed-stage-") as scratch:
-        target = stage_files(folder, files, staging if staging is not None else Path(scratch))
+        target = stage_files(folder, files, staging if staging is not None else Path(scratch), report.verified,
+                             link_weights=staging is None if link_weights is None else link_weights)
         loads = [(target, report.kind is FolderKind.DUMPEMBED)]
         if source is not None:
             loads.insert(0, (Path(source), True))

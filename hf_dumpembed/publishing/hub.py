@@ -132,7 +132,8 @@ def push_folder(
         staging = Path(tempfile.mkdtemp(prefix="hf-dumpembed-push-"))
     keep_staging = False
     try:
-        report, files = check_folder(folder, source=source, staging=staging, repo_id=repo_id)
+        report, files = check_folder(folder, source=source, staging=staging, repo_id=repo_id,
+                                     link_weights=staging_dir is None and not dry_run)  # a kept staging gets copies
         if not report.ok:
             raise PublishRefused(report)
         result = PushResult(repo_id=repo_id, branch=branch or "main", files=describe_staging(staging, files),

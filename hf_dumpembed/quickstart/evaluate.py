@@ -20,6 +20,7 @@ from ..evaluation.cached import (
     load_head,
     save_mteb_result,
 )
+from ..evaluation.fingerprint import beir_data_sha256
 from ..evaluation.submission import content_revision
 
 logger = logging.getLogger(__name__)
@@ -66,17 +67,22 @@ def _sentence_transformer(folder: Path):
 
 def encode_tasks(folder: Path, tasks: dict[str, BeirData], cache_dir: Path, progress: bool = True,
                  batch_size: int = 32) -> dict[str, EncodedCollection]:
-    """Each task's queries and documents encoded by ``folder``, stored under ``cache_dir/<model revision>/`` and
-    reused from there (the revision hashes the config and weights, so a retrained model is encoded afresh)."""
+    """Each task's queries and documents encoded by ``folder``, stored under
+    ``cache_dir/<model revision>/<task>-<data sha256>.safetensors`` and reused from there: the revision hashes the
+    config and weights, the data hash every query and document, so a retrained model or edited data is encoded
+    afresh."""
     check_unprojected(folder)
     revision = content_revision(folder)[:12]
     encoded: dict[str, EncodedCollection] = {}
     model = None
     for task, data in tasks.items():
-        path = cache_dir / revision / f"{task}.safetensors"
+        path = cache_dir / revision / f"{task}-{beir_data_sha256(data)[:16]}.safetensors"
         if path.exists():
-            encoded[task] = EncodedCollection.load(path)
-            continue
+            cached = EncodedCollection.load(path)
+            if cached.query_ids == list(data.queries) and cached.document_ids == list(data.corpus):
+                encoded[task] = cached
+                continue
+            logger.warning("%s does not match %s's data; encoding again", path, task)
         if model is None:
             model = _sentence_transformer(folder)
         logger.info("encoding %s with %s", task, folder)

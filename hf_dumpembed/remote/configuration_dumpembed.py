@@ -85,6 +85,23 @@ class DumpEmbedConfig(PreTrainedConfig):
             self.projection_info = {}
         if self.training_info is None:
             self.training_info = {}
+        if self.projection_dim is None:
+            self.projection_dim = self.text_config.hidden_size
+        self.validate()
+        if self.max_position_embeddings is None:
+            self.max_position_embeddings = getattr(self.text_config, "max_position_embeddings", None)
+
+    def validate(self) -> None:
+        """Check every field's type and range (also after from_pretrained kwargs have set fields)."""
+        for name, kinds in _FIELD_TYPES.items():
+            value = getattr(self, name)
+            if value is None and name in _OPTIONAL:
+                continue
+            if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
+                expected = " or ".join(k.__name__ for k in kinds) + (" or None" if name in _OPTIONAL else "")
+                raise ValueError(f"{name} must be {expected}; got {value!r} ({type(value).__name__}).")
+        if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in self.dump_token_ids):
+            raise ValueError(f"dump_token_ids must be non-negative integers; got {self.dump_token_ids!r}.")
         if self.pooling not in POOLING_MODES:
             raise ValueError(f"pooling must be one of {POOLING_MODES}; got {self.pooling!r}.")
         if not isinstance(self.num_dump_tokens, int) or self.num_dump_tokens < 0:
@@ -97,8 +114,6 @@ class DumpEmbedConfig(PreTrainedConfig):
         if self.dump_token_offset < 0:
             raise ValueError(f"dump_token_offset must be >= 0; got {self.dump_token_offset}.")
         hidden_size = self.text_config.hidden_size
-        if self.projection_dim is None:
-            self.projection_dim = hidden_size
         if not 1 <= self.projection_dim <= hidden_size:
             raise ValueError(
                 f"projection_dim must be between 1 and the backbone hidden size {hidden_size}; "
@@ -109,13 +124,20 @@ class DumpEmbedConfig(PreTrainedConfig):
                 raise ValueError(f"prompt_mode must be one of {PROMPT_MODES} or None; got {self.prompt_mode!r}.")
             if not self.prompt_token_ids:
                 raise ValueError(f"prompt_mode={self.prompt_mode!r} needs prompt_token_ids (the prompt's pieces).")
-        if self.max_position_embeddings is None:
-            self.max_position_embeddings = getattr(self.text_config, "max_position_embeddings", None)
 
     @property
     def hidden_size(self) -> int:
         """Hidden size of the backbone (the input dimension of the projection)."""
         return self.text_config.hidden_size
 
+
+# Field -> allowed types (bool is only allowed where listed: True is not a count).
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "num_dump_tokens": (int,), "dump_token_ids": (list,), "dump_token_offset": (int,), "pooling": (str,),
+    "projection_dim": (int,), "normalize": (bool,), "projection_info": (dict,), "max_position_embeddings": (int,),
+    "base_model": (str,), "dump_init": (str,), "training_info": (dict,), "normalize_pooled": (bool,),
+    "prompt_mode": (str,), "prompt_token_ids": (dict,),
+}
+_OPTIONAL = {"max_position_embeddings", "base_model", "dump_init", "prompt_mode", "prompt_token_ids"}
 
 __all__ = ["DumpEmbedConfig"]

@@ -102,10 +102,50 @@ class DumpProjection(nn.Module):
 
     def select(self, k: int) -> None:
         """Replace the stored matrix by the one for output dimension ``k``."""
-        self.matrix = self.matrix_for(k).to(self.matrix.device)
+        matrix = self.matrix_for(k)
+        if not bool(torch.isfinite(matrix).all()):
+            raise ValueError(f"the projection recomposed for projection_dim={k} is not finite (a negative stored "
+                             "eigenvalue or γ): the folder's spectrum is damaged; refit it.")
+        self.matrix = matrix.to(self.matrix.device)
 
     def forward(self, pooled: torch.Tensor) -> torch.Tensor:
         return (pooled.to(self.matrix.dtype) - self.mean) @ self.matrix
+
+
+def check_loading_info(info: dict) -> None:
+    """Refuse a checkpoint that lacks or misshapes a tensor the model needs (transformers would only warn and
+    fill it with the initial value: random rows, or the identity for the projection)."""
+    missing = sorted(info.get("missing_keys") or [])
+    if missing:
+        raise ValueError(
+            f"the checkpoint lacks {len(missing)} tensor(s) the model needs: {', '.join(missing[:8])}"
+            f"{' ...' if len(missing) > 8 else ''}. The folder's model.safetensors is incomplete or belongs to "
+            "another model; rebuild (`hf-dumpembed build`) or refit (`hf-dumpembed fit`) it."
+        )
+    mismatched = sorted(info.get("mismatched_keys") or [], key=str)
+    if mismatched:
+        names = "; ".join(
+            f"{item[0]} (checkpoint {tuple(item[1])}, config expects {tuple(item[2])})"
+            if isinstance(item, (tuple, list)) and len(item) == 3 else str(item) for item in mismatched[:8])
+        raise ValueError(f"tensor(s) of the checkpoint have another shape than the config expects: {names}. The "
+                         "folder's config.json and model.safetensors do not belong together; rebuild or refit it.")
+
+
+def check_finite(model: nn.Module, prefix: str = "") -> None:
+    """Refuse a model whose projection, [DUMP] rows or any other weight holds NaN or infinite values."""
+    bad = [prefix + name for name, tensor in [*model.named_buffers(), *model.named_parameters()]
+           if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all())]
+    config = getattr(model, "config", None)
+    ids = list(getattr(config, "dump_token_ids", None) or [])
+    if ids and hasattr(model, "get_input_embeddings"):
+        rows = model.get_input_embeddings().weight[ids]
+        bad += [f"[DUMP{i + 1}] embedding row (id {ids[i]})" for i in range(len(ids))
+                if not bool(torch.isfinite(rows[i]).all())]
+    if bad:
+        raise ValueError(
+            f"non-finite values (NaN or inf) in {', '.join(bad[:8])}{' ...' if len(bad) > 8 else ''}: every "
+            "vector would be NaN. The folder's weights are damaged (or a fit diverged); rebuild or refit it."
+        )
 
 
 def first_token_index(attention_mask: torch.Tensor) -> torch.Tensor:
@@ -147,9 +187,11 @@ class DumpEmbedModel(DumpEmbedPreTrainedModel):
     """A text-embedding model: any `AutoModel` backbone, [DUMP]-prefixed inputs, pooling, projection, L2."""
 
     def __init__(self, config: DumpEmbedConfig, projection_dim: int | None = None) -> None:
+        config.validate()  # from_pretrained / config_kwargs may have set fields after the config's own checks
         super().__init__(config)
         if projection_dim is not None:  # e.g. SentenceTransformer(..., model_kwargs={"projection_dim": 128})
-            if not isinstance(projection_dim, int) or not 1 <= projection_dim <= config.hidden_size:
+            if (isinstance(projection_dim, bool) or not isinstance(projection_dim, int)
+                    or not 1 <= projection_dim <= config.hidden_size):
                 raise ValueError(
                     f"projection_dim must be an integer between 1 and {config.hidden_size}; got {projection_dim!r}."
                 )
@@ -171,6 +213,10 @@ class DumpEmbedModel(DumpEmbedPreTrainedModel):
             config.hidden_size, stored_dim, selection=selection, eps=float(info.get("eps", SPECTRAL_EPS))
         )
         self._backbone_takes_position_ids = "position_ids" in inspect.signature(self.backbone.forward).parameters
+        # A learned absolute position table cannot index past its size: longer inputs get a clear error.
+        self._absolute_positions = any(name.rsplit(".", 1)[-1] in ("position_embeddings", "wpe")
+                                       and isinstance(module, nn.Embedding)
+                                       for name, module in self.backbone.named_modules())
         self.post_init()
 
     @classmethod
@@ -180,19 +226,26 @@ class DumpEmbedModel(DumpEmbedPreTrainedModel):
         ``from_pretrained(path, projection_dim=k)`` (or ``config_kwargs``/``model_kwargs`` in sentence-transformers)
         gives exactly the map the fit would have written for k, recomposed from the stored spectrum.
         """
-        try:
-            model = super().from_pretrained(*args, **kwargs)
-        except RuntimeError as error:
-            if "mismatched" not in str(error):
-                raise
+        want_info = bool(kwargs.pop("output_loading_info", False))
+        if kwargs.get("ignore_mismatched_sizes"):
+            raise ValueError("ignore_mismatched_sizes=True would replace misshapen tensors with random or identity "
+                             "values; a DumpEmbed folder loads only with every tensor in place.")
+        # Mismatched shapes are collected (not raised anonymously) so that the error names each tensor.
+        model, info = super().from_pretrained(*args, output_loading_info=True, ignore_mismatched_sizes=True, **kwargs)
+        fixed = model.projection.selection is None
+        if fixed and any(str(item[0] if isinstance(item, (tuple, list)) else item) == "projection.matrix"
+                         for item in info.get("mismatched_keys") or []):
             raise ValueError(
                 "the checkpoint's projection has another output dimension than the projection_dim asked for, and "
                 "stores no spectrum to recompose it (no fitted projection_info). Load it without projection_dim, "
                 "or fit a projection with `hf-dumpembed fit` (spectemp, pca, whiten, gamma, embedfilter, truncate) "
                 "to choose the dimension at load time."
-            ) from error
+            )
+        check_loading_info(info)
+        model.config.validate()  # from_pretrained kwargs set config fields after the config's own checks ran
         model.apply_projection_dim(model.config.projection_dim)
-        return model
+        check_finite(model)
+        return (model, info) if want_info else model
 
     def apply_projection_dim(self, k: int) -> None:
         """Recompose the projection for output dimension ``k`` and keep the config's provenance in step."""
@@ -337,6 +390,13 @@ class DumpEmbedModel(DumpEmbedPreTrainedModel):
         if self.config.prompt_mode is not None:
             input_ids, attention_mask, pool_mask = self.compose_prompt(input_ids, attention_mask)
             token_type_ids = None
+        limit = self.config.max_position_embeddings
+        if self._absolute_positions and limit is not None and input_ids.shape[1] > limit:
+            raise ValueError(
+                f"inputs of {input_ids.shape[1]} tokens exceed this model's limit of {limit} positions. Tokenize with "
+                f"truncation=True (max_length={limit}; sentence-transformers truncates to model.max_seq_length), or "
+                "split long texts into passages."
+            )
         backbone_kwargs = {key: value for key, value in kwargs.items() if key != "return_dict"}
         if "position_ids" not in backbone_kwargs and self._backbone_takes_position_ids:
             if bool((attention_mask[:, 0] == 0).any()):

@@ -1,8 +1,9 @@
 """One YAML file fully determines a training run: model, data, hyperparameters, seed and output.
 
 Every key is checked: unknown keys, wrong types and out-of-range values are errors that name the key, the
-bad value and what is allowed. Relative paths are resolved against the current working directory and the
-resolved config (absolute paths, every default filled in) is saved inside the trained model folder.
+bad value and what is allowed. Relative paths are resolved against the current working directory; the resolved
+config (every default filled in) is saved next to the checkpoints as is, and inside the trained model folder with
+local paths written as relative paths or names (a published folder names no path of the author's machine).
 """
 
 from __future__ import annotations

@@ -157,15 +157,16 @@ def tevatron_row(row: dict[str, Any], config: DataConfig, where: str) -> list[st
 
 def _jsonl_objects(path: Path) -> Iterator[tuple[str, Any]]:
     """(``file:line``, parsed object or the JSON error) for each non-blank line."""
-    with path.open(encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{line_number}"
-            try:
-                yield where, json.loads(line)
-            except json.JSONDecodeError as error:
-                yield where, MalformedRow(f"{where}: not valid JSON ({error.msg}).")
+    from ..data.text_input import iter_utf8_lines
+
+    for line_number, line in iter_utf8_lines(path):  # invalid UTF-8: an error naming the file and line
+        if not line.strip():
+            continue
+        where = f"{path}:{line_number}"
+        try:
+            yield where, json.loads(line)
+        except json.JSONDecodeError as error:
+            yield where, MalformedRow(f"{where}: not valid JSON ({error.msg}).")
 
 
 def _hf_objects(path: Path, split: str) -> Iterator[tuple[str, Any]]:

@@ -23,13 +23,16 @@ from typing import Any
 import torch
 from transformers import TrainerCallback
 
-from .._utils.folders import check_output_dir
+from .._utils.atomic import check_separate, output_lock
+from .._utils.folders import check_output_dir, staged_output
 from .._utils.machine import machine_info
+from .._utils.public_paths import public_path
 from ..data.assets import resolve_backbone
 from ..model.builder import BuildOptions, build, save_dump_model
 from ..model.card import write_card
 from .config import TrainConfig, config_from_dict, save_config
 from .data import DataReport, load_training_data
+from .provenance import check_data_unchanged, public_config, public_report
 
 logger = logging.getLogger(__name__)
 
@@ -196,6 +199,9 @@ def last_complete_checkpoint(folder: Path) -> str | None:
 def check_resumable(config: TrainConfig, resume: bool) -> str | None:
     """The checkpoint to resume from (None: start fresh); refuse to mix runs or to clobber a finished one."""
     output, checkpoints = Path(config.output), config.checkpoint_path
+    inputs = [d.path for d in config.data] + [config.model.init_from]
+    check_separate(output, inputs)
+    check_separate(checkpoints, inputs)
     if not (resume and output.is_dir() and any(output.iterdir())):
         check_output_dir(output, config.overwrite)
     elif not config.overwrite:
@@ -248,7 +254,7 @@ def training_info(config: TrainConfig, reports: list[DataReport], steps: int, wo
         "world_size": world_size,
     }
     return {
-        "datasets": [report.dataset_entry() for report in reports],
+        "datasets": [public_report(report, entry=True) for report in reports],
         "loss": LOSS_NAMES[hp.loss],
         "hyperparameters": hyperparameters,
         "seed": config.seed,
@@ -263,20 +269,15 @@ def save_trained_model(st_model: Any, config: TrainConfig, reports: list[DataRep
     model, tokenizer = module.auto_model, module.tokenizer
     model.config.training_info = info
     output = Path(config.output)
-    staging = config.checkpoint_path / "final-model"
-    save_dump_model(model.to("cpu"), tokenizer, staging, overwrite=True)
-    side = staging / "training"
-    side.mkdir()
-    save_config(config, side / "config.yaml")
-    (side / "environment.json").write_text(json.dumps(environment(), indent=2) + "\n")
-    (side / "data_files.json").write_text(
-        json.dumps([dataclasses.asdict(r) for r in reports], indent=2, ensure_ascii=False) + "\n")
-    check_output_dir(output, config.overwrite)
-    if output.exists():
-        shutil.rmtree(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    shutil.move(str(staging), str(output))
-    write_card(output, model_id=str(output))
+    with staged_output(output, overwrite=config.overwrite, inputs=[d.path for d in config.data]) as staging:
+        save_dump_model(model.to("cpu"), tokenizer, staging, overwrite=True)
+        side = staging / "training"
+        side.mkdir()
+        save_config(public_config(config), side / "config.yaml")
+        (side / "environment.json").write_text(json.dumps(environment(), indent=2) + "\n")
+        (side / "data_files.json").write_text(
+            json.dumps([public_report(r) for r in reports], indent=2, ensure_ascii=False) + "\n")
+        write_card(staging, model_id=public_path(output))
     return output
 
 
@@ -288,6 +289,13 @@ def train(config: TrainConfig, resume: bool = False, callbacks: Sequence[Trainer
     run. Under ``torchrun``/``accelerate launch`` each process trains on its share of every global batch with
     in-batch negatives gathered across processes; only rank 0 writes.
     """
+    if int(os.environ.get("RANK", "0")) != 0:
+        return _train(config, resume, callbacks)
+    with output_lock(config.output):  # one run per output; a second one fails now with the first one's pid
+        return _train(config, resume, callbacks)
+
+
+def _train(config: TrainConfig, resume: bool, callbacks: Sequence[TrainerCallback]) -> Path:
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.trainer import SentenceTransformerTrainer
 
@@ -302,6 +310,8 @@ def train(config: TrainConfig, resume: bool = False, callbacks: Sequence[Trainer
         mining_model = config.model.init_from or resolve_backbone(config.model.backbone)
         dataset, reports = load_training_data(config.data, mining_model, config.model.max_seq_length,
                                               config.checkpoint_path / "mined")
+        if args.process_index == 0:
+            check_data_unchanged(config.checkpoint_path, reports, resuming=last is not None)
     global_batch = config.training.batch_size * world_size
     if global_batch > len(dataset):
         raise ValueError(f"The global batch ({config.training.batch_size} per device x {world_size} device(s) = "

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import platform
-import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,12 +27,13 @@ PYDOC_PACKAGE = "python3.11-doc"
 
 def _write(name: str, out: Path, triple, split: str, source: dict) -> DatasetSummary:
     corpus, queries, qrels = triple
-    folder = out / name
-    if folder.exists():
-        shutil.rmtree(folder)
-    write_beir(folder, corpus, queries, qrels, split=split)
+    from ..._utils.folders import staged_output
+
     counts = {"documents": len(corpus), "queries": len(queries), "judgements": sum(len(j) for j in qrels.values())}
-    return write_manifest(name, folder, split, counts, source)
+    with staged_output(out / name, overwrite=True) as staging:  # a killed build keeps the previous collection
+        write_beir(staging, corpus, queries, qrels, split=split)
+        summary = write_manifest(name, staging, split, counts, source)
+    return dataclasses.replace(summary, folder=out / name)
 
 
 def build_manpages(out: Path, workdir: Path, apt_update: bool = True) -> list[DatasetSummary]:

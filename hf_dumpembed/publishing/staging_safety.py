@@ -1,0 +1,281 @@
+"""What `push` may stage: regular files inside the folder whose content is what their name says, and no secrets.
+
+The folder is walked without following links. A symbolic link, a hard link shared with a file outside the folder,
+a FIFO, socket or device is refused: an upload must never carry a file from elsewhere on the machine. Every file
+is then checked by content, not by name: ``*.safetensors`` by its header (the 8-byte little-endian length, the
+JSON header, dtypes, shapes and offsets that cover the data exactly), JSON and YAML by parsing, PNG by its
+signature, text files as UTF-8, and nothing may look like a pickle or a zip archive. ``training/`` holds only the
+side files the trainer writes (by name and content type). No staged byte may match a credential pattern (Hugging
+Face, GitHub, AWS, OpenAI, Slack, Google tokens, private keys, ``password = "..."`` assignments); the report
+names the file and the kind of secret, never the secret.
+
+Files are opened relative to the folder with ``O_NOFOLLOW`` on every path component, and staging re-checks that
+the file is still the one that was verified (same device, inode, size and modification time).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import stat
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Side files the trainer writes under training/ (name -> content type); nothing else is published there.
+TRAINING_SIDE_FILES = {"config.yaml": "yaml", "environment.json": "json", "data_files.json": "json"}
+SAFETENSORS_DTYPES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "I16": 2, "U16": 2, "F16": 2,
+                      "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8, "C64": 8}
+MAX_HEADER_BYTES = 100 * 2**20  # the safetensors format's own limit
+MAX_TEXT_SCAN_BYTES = 512 * 2**20
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+SECRET_PATTERNS: tuple[tuple[str, re.Pattern[bytes]], ...] = (
+    ("a Hugging Face token", re.compile(rb"hf_[A-Za-z0-9]{30,}")),
+    ("a private key", re.compile(rb"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----")),
+    ("a GitHub token", re.compile(rb"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})")),
+    ("an AWS access key", re.compile(rb"(?:AKIA|ASIA)[0-9A-Z]{16}")),
+    ("an OpenAI-style API key", re.compile(rb"sk-(?:proj-|ant-)?[A-Za-z0-9_-]{32,}")),
+    ("a Slack token", re.compile(rb"xox[abprs]-[A-Za-z0-9-]{10,}")),
+    ("a Google API key", re.compile(rb"AIza[0-9A-Za-z_-]{35}")),
+    ("a password or API key assignment", re.compile(
+        rb"(?i)(?:password|passwd|api[_-]?key|secret[_-]?key|access[_-]?token|auth[_-]?token|hf[_-]?token)"
+        rb"[\"']?\s*[:=]\s*[\"'][^\"'\s]{8,}[\"']")),
+)
+# Large vocabularies are not searched for local paths (a token may look like one).
+VOCABULARY_FILES = ("tokenizer.json", "vocab.json", "vocab.txt", "merges.txt")
+# Text formats by suffix; anything else is binary and only scanned for secrets and pickle/zip magic.
+TEXT_SUFFIXES = (".json", ".yaml", ".yml", ".md", ".txt", ".py", ".jinja", ".gitattributes")
+PICKLE_OR_ZIP = (b"PK\x03\x04", b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What identifies a verified file: it is staged only while it is still this file."""
+
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, info: os.stat_result) -> Identity:
+        return cls(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+@dataclass
+class FolderScan:
+    """The regular files of a folder (relative POSIX path -> identity) and what was refused."""
+
+    files: dict[str, Identity] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+def scan_folder(folder: Path) -> FolderScan:
+    """Walk ``folder`` without following links: regular files, and a problem for each link or special file."""
+    scan = FolderScan()
+    root = folder.resolve()
+    links_inside: dict[tuple[int, int], int] = {}
+    infos: dict[str, os.stat_result] = {}
+    for directory, dirs, names in os.walk(root, followlinks=False):
+        base = Path(directory)
+        for name in sorted(dirs + names):
+            path = base / name
+            rel = path.relative_to(root).as_posix()
+            info = path.lstat()
+            if stat.S_ISLNK(info.st_mode):
+                target = os.path.realpath(path)
+                where = "outside the folder" if os.path.commonpath([target, str(root)]) != str(root) else \
+                    "inside the folder"
+                scan.problems.append(f"{rel} is a symbolic link (to a path {where}): only regular files are "
+                                     "published; replace it with a copy of the file (cp --remove-destination)")
+            elif stat.S_ISDIR(info.st_mode):
+                continue
+            elif not stat.S_ISREG(info.st_mode):
+                scan.problems.append(f"{rel} is not a regular file (a FIFO, socket or device): remove it")
+            else:
+                infos[rel] = info
+                links_inside[(info.st_dev, info.st_ino)] = links_inside.get((info.st_dev, info.st_ino), 0) + 1
+    for rel, info in sorted(infos.items()):
+        outside = info.st_nlink - links_inside[(info.st_dev, info.st_ino)]
+        if outside > 0:
+            scan.problems.append(f"{rel} is a hard link shared with {outside} file(s) outside the folder: replace it "
+                                 "with a copy (cp --remove-destination SRC DST) so that nothing from elsewhere is "
+                                 "published")
+        else:
+            scan.files[rel] = Identity.of(info)
+    return scan
+
+
+def open_inside(root: Path, rel: str) -> int:
+    """A read-only descriptor of ``root/rel``, refusing a symbolic link at any component (``O_NOFOLLOW``)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        for part in rel.split("/")[:-1]:
+            if part in ("", ".", ".."):
+                raise OSError(f"{rel}: unexpected path component {part!r}")
+            next_fd = os.open(part, flags | getattr(os, "O_DIRECTORY", 0), dir_fd=fd)
+            os.close(fd)
+            fd = next_fd
+        return os.open(rel.split("/")[-1], flags, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def safetensors_problem(handle, size: int) -> str | None:
+    """Why the open binary ``handle`` (of ``size`` bytes) is not a safetensors file, or None when it is one."""
+    if size < 8:
+        return "shorter than the 8-byte safetensors header length"
+    (length,) = struct.unpack("<Q", handle.read(8))
+    if length < 2 or length > MAX_HEADER_BYTES or 8 + length > size:
+        return f"its header length {length} does not fit the file ({size} bytes): not a safetensors file"
+    try:
+        header = json.loads(handle.read(length).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return "its header is not UTF-8 JSON: not a safetensors file"
+    if not isinstance(header, dict):
+        return "its header is not a JSON object: not a safetensors file"
+    metadata = header.pop("__metadata__", {})
+    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+        return "its __metadata__ is not a string map"
+    data_size, end = size - 8 - length, 0
+    for name, entry in header.items():
+        if not isinstance(entry, dict) or set(entry) != {"dtype", "shape", "data_offsets"}:
+            return f"tensor {name!r} has no dtype/shape/data_offsets entry"
+        dtype, shape, offsets = entry["dtype"], entry["shape"], entry["data_offsets"]
+        if dtype not in SAFETENSORS_DTYPES:
+            return f"tensor {name!r} has an unknown dtype {dtype!r}"
+        if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
+                                                  for d in shape):
+            return f"tensor {name!r} has a malformed shape {shape!r}"
+        if (not isinstance(offsets, list) or len(offsets) != 2
+                or not all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)
+                or not 0 <= offsets[0] <= offsets[1] <= data_size):
+            return f"tensor {name!r} has data offsets {offsets!r} outside the {data_size}-byte data section"
+        count = 1
+        for dim in shape:
+            count *= dim
+        if offsets[1] - offsets[0] != count * SAFETENSORS_DTYPES[dtype]:
+            return f"tensor {name!r}: {offsets[1] - offsets[0]} bytes for shape {shape} of {dtype}"
+        end = max(end, offsets[1])
+    if end != data_size:
+        return f"its tensors cover {end} of the {data_size} data bytes (truncated or padded with other data)"
+    return None
+
+
+def secret_kind(data: bytes) -> str | None:
+    """The kind of credential ``data`` contains (e.g. "a Hugging Face token"), or None."""
+    for kind, pattern in SECRET_PATTERNS:
+        if pattern.search(data):
+            return kind
+    return None
+
+
+def private_path_in(rel: str, data: bytes, private: tuple[str, ...]) -> str | None:
+    """The first of the ``private`` absolute paths that the metadata file ``rel`` names (config, card, training
+    side files; vocabularies are not searched), or None."""
+    name = rel.rsplit("/", 1)[-1]
+    if not private or name in VOCABULARY_FILES or not name.endswith((".json", ".yaml", ".yml", ".md")):
+        return None
+    text = data.decode("utf-8", "replace")
+    for prefix in private:
+        if re.search(re.escape(prefix) + r"(?=[/\\\"'`\s)]|$)", text):
+            return prefix
+    return None
+
+
+def content_problem(rel: str, data: bytes, private: tuple[str, ...] = ()) -> str | None:
+    """Why the bytes of the non-safetensors file ``rel`` may not be published (None: they may). ``private``: absolute
+    paths of this machine that metadata files must not name."""
+    name = rel.rsplit("/", 1)[-1]
+    kind = secret_kind(data)
+    if kind is not None:
+        return f"{rel} contains what looks like {kind}: never publish credentials; remove it from the file"
+    prefix = private_path_in(rel, data, private)
+    if prefix is not None:
+        return (f"{rel} names a local absolute path (under {prefix}): public files name data and models by name, "
+                "relative path and hash; re-render the card (`hf-dumpembed card`) or rebuild/refit the folder with "
+                "this version, or edit the file")
+    if data.startswith(PICKLE_OR_ZIP):
+        return f"{rel} is a pickle or zip archive (e.g. a torch.save file) whatever its name: publish safetensors only"
+    if name.endswith(".png"):
+        return None if data.startswith(PNG_SIGNATURE) else f"{rel} is named .png but is not a PNG image"
+    if not name.endswith(TEXT_SUFFIXES) and name != ".gitattributes":
+        return None  # binary tokenizer models (tokenizer.model, spiece.model): scanned for secrets and magic only
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return f"{rel} is not UTF-8 text (byte {error.start}): a {name.rsplit('.', 1)[-1]} file must be text"
+    if name.endswith(".json"):
+        try:
+            json.loads(text)
+        except ValueError as error:
+            return f"{rel} is not valid JSON ({error})"
+    elif name.endswith((".yaml", ".yml")):
+        import yaml
+
+        try:
+            yaml.safe_load(text)
+        except yaml.YAMLError as error:
+            return f"{rel} is not valid YAML ({str(error).splitlines()[0]})"
+    return None
+
+
+def training_file_problem(rel: str) -> str | None:
+    """``training/`` holds only the trainer's side files; anything else there is refused by name."""
+    parts = rel.split("/")
+    if parts[0] != "training":
+        return None
+    if len(parts) == 2 and parts[1] in TRAINING_SIDE_FILES:
+        return None
+    return (f"{rel} is not one of the training side files ({', '.join('training/' + n for n in TRAINING_SIDE_FILES)})"
+            ": move it out of the folder")
+
+
+def check_file(folder: Path, rel: str, identity: Identity, private: tuple[str, ...] = ()) -> str | None:
+    """Open ``rel`` safely and check its content; a problem when it changed since the scan or is refused."""
+    try:
+        fd = open_inside(folder.resolve(), rel)
+    except OSError as error:
+        return f"{rel} could not be opened without following links ({error.strerror or error})"
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if Identity.of(info) != identity:
+            return f"{rel} changed while the folder was being checked: run push again"
+        if rel.endswith(".safetensors"):
+            problem = safetensors_problem(handle, info.st_size)
+            if problem is not None:
+                return f"{rel}: {problem}"
+            handle.seek(0)
+            (length,) = struct.unpack("<Q", handle.read(8))
+            kind = secret_kind(handle.read(length))
+            return f"{rel}'s header metadata contains what looks like {kind}" if kind else None
+        if info.st_size > MAX_TEXT_SCAN_BYTES:
+            return f"{rel} is {info.st_size:,} bytes: too large for a non-weights file of a model folder"
+        return content_problem(rel, handle.read(), private)
+
+
+def stage_verified(folder: Path, files: dict[str, Identity], staging: Path, link_weights: bool) -> None:
+    """Copy exactly the verified ``files`` into ``staging``; hard-link safetensors when ``link_weights`` (a
+    temporary staging folder) and the filesystem allows. Refuses (OSError) a file that is no longer the one that
+    was verified."""
+    root = folder.resolve()
+    for rel, identity in files.items():
+        target = staging / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd = open_inside(root, rel)
+        with os.fdopen(fd, "rb") as source:
+            if Identity.of(os.fstat(source.fileno())) != identity:
+                raise OSError(f"{rel} changed after it was checked; nothing was uploaded, run push again.")
+            if link_weights and rel.endswith(".safetensors"):
+                try:
+                    os.link(root / rel, target, follow_symlinks=False)
+                    if Identity.of(target.lstat()) == identity:
+                        continue
+                    target.unlink()
+                except OSError:
+                    pass
+            with target.open("wb") as out:
+                shutil.copyfileobj(source, out, 1 << 20)
