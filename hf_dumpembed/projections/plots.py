@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .auto import AutoSelection
 from .spectemp import SpecTempCurve
 
 
@@ -67,17 +68,44 @@ def plot_snr(curve: SpecTempCurve, path: Path, k: int | None = None) -> Path:
     return path
 
 
-def plot_gamma(curve: SpecTempCurve, path: Path, k: int | None = None) -> Path:
-    """γ(k) for every output dimension k, with the fitted k marked."""
+def plot_gamma(curve: SpecTempCurve, path: Path, k: int | None = None, auto: AutoSelection | None = None) -> Path:
+    """γ(k) for every output dimension k, with the fitted k marked; with ``auto``, the reference rule and the
+    auto mode's γ(k) on one figure (the k where auto chose prefix truncation shaded)."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     ks = np.arange(1, len(curve.gamma) + 1)
-    ax.semilogx(ks, curve.gamma, lw=1.5, label="γ(k)")
+    ax.semilogx(ks, curve.gamma, lw=1.5, label=f"γ(k), {curve.mode.value} rule")
+    gamma = curve.gamma
+    if auto is not None:
+        gamma = auto.gamma
+        ax.semilogx(ks, auto.gamma, lw=1.5, color="tab:orange", label="γ(k), auto (pseudo-queries)")
+        chosen = [float(c) if c not in ("reference", "prefix") else auto.reference_gamma[g - 1]
+                  for c, g in zip(auto.chosen, auto.ks, strict=True)]
+        ax.plot(auto.ks, chosen, "x", color="tab:orange", label="auto: chosen at the scored k")
+        if auto.prefix.any():
+            start = int(np.argmax(auto.prefix)) + 1
+            ax.axvspan(start, len(ks), color="tab:grey", alpha=0.2, label=f"auto: prefix truncation (k ≥ {start})")
     if k is not None:
-        ax.plot([k], [curve.gamma[k - 1]], "o", color="tab:green", label=f"k = {k}: γ = {curve.gamma[k - 1]:.3f}")
+        ax.plot([k], [gamma[k - 1]], "o", color="tab:green", label=f"k = {k}: γ = {gamma[k - 1]:.3f}")
     ax.set_ylim(-0.02, 1.02)
     _finish(fig, ax, path, xlabel="output dimension k", ylabel="γ (0 = PCA, 1 = whitening)",
             title="SpecTemp exponent γ(k)")
+    return path
+
+
+def plot_pseudo_scores(auto: AutoSelection, path: Path, dims: tuple[int, ...] = (32, 64, 128, 256)) -> Path:
+    """Pseudo-query nDCG@10 against γ at a few of the scored k (dashed: prefix truncation at that k)."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    gammas = [c for c in auto.candidates if c not in ("reference", "prefix")]
+    rows = [i for i, k in enumerate(auto.ks) if int(k) in dims] or list(range(0, len(auto.ks), 3))
+    for row in rows:
+        line, = ax.plot([float(g) for g in gammas], auto.scores[row, : len(gammas)], lw=1.5, marker=".",
+                        label=f"k = {int(auto.ks[row])}")
+        if "prefix" in auto.candidates:
+            ax.axhline(auto.scores[row, auto.candidates.index("prefix")], color=line.get_color(), ls="--", lw=1)
+    _finish(fig, ax, path, xlabel="γ", ylabel="pseudo-query nDCG@10",
+            title=f"Auto mode: {auto.num_queries} pseudo-queries from the fit corpus")
     return path
 
 

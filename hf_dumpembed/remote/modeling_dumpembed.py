@@ -38,7 +38,7 @@ class DumpEmbedOutput(ModelOutput):
 
 
 # How a fitted projection is recomposed for another output dimension k at load time (projection_info["selection"]).
-SELECTIONS = ("spectral", "band", "prefix")
+SELECTIONS = ("spectral", "band", "prefix", "auto")
 SPECTRAL_EPS = 1e-6
 
 
@@ -66,7 +66,8 @@ class DumpProjection(nn.Module):
     A fitted projection may also store what recomposes it for any output dimension k (``selection``):
     ``spectral`` (SpecTemp / PCA / γ-whitening: ``basis`` = eigenvectors, ``eigenvalues``, ``gammas`` = γ(k) for
     k = 1..d), ``band`` (EmbedFilter: ``basis`` = right singular vectors of the unembedding matrix) or ``prefix``
-    (truncation; nothing stored).
+    (truncation; nothing stored) or ``auto`` (SpecTemp auto mode: the ``spectral`` buffers plus ``centre`` = the
+    corpus mean and ``prefix`` = 1 for the k where prefix truncation, uncentred, was chosen instead).
     """
 
     def __init__(self, in_dim: int, out_dim: int, selection: str | None = None, eps: float = SPECTRAL_EPS) -> None:
@@ -77,18 +78,29 @@ class DumpProjection(nn.Module):
         self.eps = eps
         self.register_buffer("mean", torch.zeros(in_dim, dtype=torch.float32), persistent=True)
         self.register_buffer("matrix", torch.eye(in_dim, out_dim, dtype=torch.float32), persistent=True)
-        if selection in ("spectral", "band"):
+        if selection in ("spectral", "band", "auto"):
             self.register_buffer("basis", torch.eye(in_dim, dtype=torch.float32), persistent=True)
-        if selection == "spectral":
+        if selection in ("spectral", "auto"):
             self.register_buffer("eigenvalues", torch.zeros(in_dim, dtype=torch.float32), persistent=True)
             self.register_buffer("gammas", torch.zeros(in_dim, dtype=torch.float32), persistent=True)
+        if selection == "auto":
+            self.register_buffer("centre", torch.zeros(in_dim, dtype=torch.float32), persistent=True)
+            self.register_buffer("prefix", torch.zeros(in_dim, dtype=torch.float32), persistent=True)
+
+    def is_prefix(self, k: int) -> bool:
+        """True when output dimension ``k`` uses prefix truncation (auto mode's per-k choice, or ``prefix``)."""
+        if self.selection == "auto":
+            return bool(self.prefix[k - 1] > 0)
+        return self.selection == "prefix"
 
     def matrix_for(self, k: int) -> torch.Tensor:
         """The projection matrix for output dimension ``k`` (1..in_dim), recomposed from the stored spectrum."""
         in_dim = self.mean.shape[0]
         if not 1 <= k <= in_dim:
             raise ValueError(f"projection_dim must be between 1 and {in_dim}; got {k}.")
-        if self.selection == "spectral":
+        if self.selection == "auto" and self.is_prefix(k):
+            return torch.eye(in_dim, k, dtype=torch.float32, device=self.matrix.device)
+        if self.selection in ("spectral", "auto"):
             return spectral_matrix(self.basis, self.eigenvalues, self.gammas[k - 1], k, self.eps)
         if self.selection == "band":
             return band_matrix(self.basis, k)
@@ -101,8 +113,10 @@ class DumpProjection(nn.Module):
         )
 
     def select(self, k: int) -> None:
-        """Replace the stored matrix by the one for output dimension ``k``."""
+        """Replace the stored matrix (and, in auto mode, the mean) by those for output dimension ``k``."""
         self.matrix = self.matrix_for(k).to(self.matrix.device)
+        if self.selection == "auto":
+            self.mean = torch.zeros_like(self.centre) if self.is_prefix(k) else self.centre.clone()
 
     def forward(self, pooled: torch.Tensor) -> torch.Tensor:
         return (pooled.to(self.matrix.dtype) - self.mean) @ self.matrix
@@ -137,7 +151,7 @@ class DumpEmbedPreTrainedModel(PreTrainedModel):
             init.eye_(module.matrix)
             if hasattr(module, "basis"):
                 init.eye_(module.basis)
-            for name in ("eigenvalues", "gammas"):
+            for name in ("eigenvalues", "gammas", "centre", "prefix"):
                 if hasattr(module, name):
                     init.zeros_(getattr(module, name))
         # Backbone weights always come from the checkpoint; nothing else to initialise here.
@@ -202,8 +216,12 @@ class DumpEmbedModel(DumpEmbedPreTrainedModel):
         self.config.projection_dim = k
         info = dict(self.config.projection_info or {})
         info["dim"] = k
-        if self.projection.selection == "spectral":
+        if self.projection.selection in ("spectral", "auto"):
             info["gamma"] = float(self.projection.gammas[k - 1])
+            if self.projection.selection == "auto":
+                prefix = self.projection.is_prefix(k)
+                info["route"] = "prefix" if prefix else "spectral"
+                info["gamma"] = None if prefix else info["gamma"]
             if info.get("knee_fallback"):
                 info["knee"] = max(1, k // 2)
         self.config.projection_info = info

@@ -1,0 +1,185 @@
+"""SpecTemp auto mode vs PCA, the reference rule, prefix truncation and the oracle γ*, per held-out set.
+
+Same setting as bench_projection_quality.py (its cached embeddings are reused): the embedded all-MiniLM-L6-v2 as
+a DumpEmbed K=0 mean-pooling folder, fitted on data/StdlibCodeTrain, evaluated on ManPages, PyFAQ and StdlibCode.
+Auto mode runs exactly what `hf-dumpembed fit --method spectemp --mode auto` runs after its encoding pass
+(`build_pseudo_queries`, the pseudo-query texts encoded, `select_auto` on the corpus spectrum), here on the cached
+corpus vectors, which are the ones the fit's pass would produce. It sees no held-out text or label. The oracle
+γ*(k) maximises the held-out mean over the grid 0..1 step 0.05 (an upper bound, not a method).
+
+    python scripts/bench/bench_spectemp_auto.py                      # writes scripts/bench/results/spectemp-auto.json
+    python scripts/bench/bench_spectemp_auto.py --seeds 1999 5 2026  # pseudo-query samples (first seed recorded)
+
+Figures: scripts/bench/figures/spectemp_auto_gamma.png (γ(k), reference rule vs auto) and
+spectemp_auto_pseudo_ndcg.png (pseudo-query nDCG@10 vs γ at k = 32, 64, 128, 256).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import time
+from datetime import date
+from pathlib import Path
+
+import bench_projection_quality as quality
+import numpy as np
+import torch
+
+from hf_dumpembed.benchmarks import Table, command_line, write_record
+from hf_dumpembed.console import say
+from hf_dumpembed.projections import baselines
+from hf_dumpembed.projections.auto import select_auto
+from hf_dumpembed.projections.corpus import read_corpus
+from hf_dumpembed.projections.encode import encode_texts
+from hf_dumpembed.projections.fit import auto_reference_curve, load_for_fit
+from hf_dumpembed.projections.plots import plot_gamma, plot_pseudo_scores
+from hf_dumpembed.projections.pseudo import DEFAULT_MAX_PAIRS, build_pseudo_queries
+from hf_dumpembed.projections.stats import StreamingStats, eigendecompose
+from hf_dumpembed.remote.modeling_dumpembed import DumpProjection
+
+DIMS = (32, 64, 128, 256, 384)
+TARGET_DIMS = (32, 64, 128, 256)
+FIGURES = Path("scripts/bench/figures")
+SECTION = ("spectemp-auto", 21, "SpecTemp auto mode: γ(k) chosen from the fit corpus alone (pseudo-queries)")
+
+
+def timed_encode(model, tokenizer, texts: list[str], cache: Path, batch_size: int) -> tuple[np.ndarray, float]:
+    """Vectors in input order, cached as .npy with the seconds the encoding took in a sidecar .json."""
+    seconds_file = cache.with_suffix(".seconds.json")
+    if cache.exists() and seconds_file.exists():
+        return np.load(cache), json.loads(seconds_file.read_text())["seconds"]
+    started = time.perf_counter()
+    vectors = encode_texts(model, tokenizer, texts, batch_size, desc=cache.stem)
+    seconds = time.perf_counter() - started
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    np.save(cache, vectors)
+    seconds_file.write_text(json.dumps({"seconds": seconds, "texts": len(texts)}))
+    return vectors, seconds
+
+
+def run(args: argparse.Namespace) -> dict:
+    from hf_dumpembed.assets import default_encoder_path
+
+    folder = quality.build_model(default_encoder_path(), quality.ROOT / "minilm-k0-mean", "mean")
+    model, tokenizer = load_for_fit(folder)
+    model.config.normalize_pooled = True
+    model.projection = DumpProjection(model.config.hidden_size, model.config.hidden_size)
+    corpus = read_corpus(args.data / quality.FIT_SET)
+    cache = quality.ROOT / "cache" / "minilm"
+    train, corpus_seconds = timed_encode(model, tokenizer, corpus.texts, cache / f"{quality.FIT_SET}-corpus.npy",
+                                         args.batch_size)
+    sets = quality.encode_sets(model, tokenizer, args.data, "minilm", args.batch_size)
+    spectrum = eigendecompose(StreamingStats(train.shape[1]).update(train))
+    d = spectrum.dim
+    curve = auto_reference_curve(spectrum)
+    runs = []
+    for seed in args.seeds:
+        pairs = build_pseudo_queries(corpus.texts, args.pseudo_queries, seed)
+        queries, query_seconds = timed_encode(model, tokenizer, pairs.queries,
+                                              cache / f"pseudo-queries-{args.pseudo_queries}-{seed}.npy",
+                                              args.batch_size)
+        started = time.perf_counter()
+        selection = select_auto(spectrum, queries.astype(np.float64), train[pairs.indices].astype(np.float64),
+                                curve.gamma)
+        runs.append({"seed": seed, "selection": selection, "pairs": pairs, "query_seconds": query_seconds,
+                     "select_seconds": time.perf_counter() - started})
+        chosen = dict(zip(selection.ks.tolist(), selection.chosen, strict=True))
+        say(f"seed {seed}: {len(pairs)} pseudo-queries, chosen {chosen}")
+    main_run = runs[0]
+    rows = []
+    for k in DIMS:
+        grid = {g: quality.ndcg(sets, baselines.gamma_map(spectrum, k, g)) for g in baselines.ORACLE_GRID}
+        oracle = max(grid, key=lambda g: (grid[g]["mean"], -g))
+        reference = quality.ndcg(sets, baselines.gamma_map(spectrum, k, float(curve.gamma[k - 1])))
+        truncation = quality.ndcg(sets, baselines.truncate_map(d, k))
+        per_seed = []
+        for one in runs:
+            selection = one["selection"]
+            if selection.prefix[k - 1]:
+                per_seed.append(("prefix", None, truncation))
+            else:
+                gamma = float(selection.gamma[k - 1])
+                per_seed.append(("spectral", gamma, quality.ndcg(sets, baselines.gamma_map(spectrum, k, gamma))))
+        route, gamma, scores = per_seed[0]
+        rows += [
+            {"k": k, "method": "auto", "route": route, "gamma": gamma, **scores,
+             "seeds_mean": float(np.mean([s[2]["mean"] for s in per_seed])),
+             "seeds_min": float(np.min([s[2]["mean"] for s in per_seed]))},
+            {"k": k, "method": "reference", "gamma": float(curve.gamma[k - 1]), **reference},
+            {"k": k, "method": "PCA", "gamma": 0.0, **grid[0.0]},
+            {"k": k, "method": "prefix truncation", "gamma": None, **truncation},
+            {"k": k, "method": "oracle γ*", "gamma": oracle, **grid[oracle]},
+        ]
+        say(f"k={k}: auto {scores['mean']:.4f} ({route}, γ {gamma}) reference {reference['mean']:.4f} "
+            f"PCA {grid[0.0]['mean']:.4f} truncation {truncation['mean']:.4f} oracle {grid[oracle]['mean']:.4f}")
+    FIGURES.mkdir(parents=True, exist_ok=True)
+    plot_gamma(curve, FIGURES / "spectemp_auto_gamma.png", auto=main_run["selection"])
+    plot_pseudo_scores(main_run["selection"], FIGURES / "spectemp_auto_pseudo_ndcg.png")
+    return {
+        "date": date.today().isoformat(), "model": "all-MiniLM-L6-v2 (DumpEmbed K=0, mean pooling)",
+        "fit_texts": len(corpus.texts), "fit_sha256": corpus.sha256, "knee": curve.knee,
+        "pseudo_queries": len(main_run["pairs"]), "pseudo_query_candidates": main_run["pairs"].candidates,
+        "seeds": list(args.seeds), "corpus_encode_seconds": corpus_seconds,
+        "pseudo_query_encode_seconds": main_run["query_seconds"], "selection_seconds": main_run["select_seconds"],
+        "auto": {str(one["seed"]): one["selection"].summary() for one in runs}, "rows": rows,
+    }
+
+
+def table(results: dict) -> Table:
+    columns = ["k", "method", "γ", *quality.EVAL_SETS, "mean", "Δ vs best baseline", "Δ vs oracle"]
+    rows = []
+    for k in DIMS:
+        at_k = {r["method"]: r for r in results["rows"] if r["k"] == k}
+        best = max(at_k[m]["mean"] for m in ("reference", "PCA", "prefix truncation"))
+        for method in ("auto", "reference", "PCA", "prefix truncation", "oracle γ*"):
+            row = at_k[method]
+            gamma = "—" if row.get("gamma") is None else f"{row['gamma']:.2f}"
+            label = method
+            if method == "auto":
+                label = f"**auto** ({row['route']})"
+            if method == "oracle γ*":
+                label = "*oracle γ\\* (chosen on the held-out mean)*"
+            deltas = [100 * (row["mean"] - best), 100 * (row["mean"] - at_k["oracle γ*"]["mean"])] \
+                if method == "auto" else [None, None]
+            rows.append([k, label, gamma, *(row[n] for n in quality.EVAL_SETS), row["mean"], *deltas])
+    return Table(columns=columns, rows=rows,
+                 formats={**{n: 4 for n in (*quality.EVAL_SETS, "mean")}, "Δ vs best baseline": 2,
+                          "Δ vs oracle": 2})
+
+
+def write(results: dict, fresh: bool) -> None:
+    from hf_dumpembed.machine import machine_info
+
+    section, order, title = SECTION
+    run_info = {"commands": [command_line()], "machine": machine_info()} if fresh else {}
+    write_record(section, tables=[table(results)], date=results["date"], title=title, order=order, **run_info)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=Path("data"))
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--pseudo-queries", type=int, default=DEFAULT_MAX_PAIRS)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1999, 5, 2026],
+                        help="pseudo-query sample seeds; the first one is the reported auto row, all enter "
+                        "seeds_mean / seeds_min")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--output", type=Path, default=quality.ROOT / "spectemp_auto.json")
+    parser.add_argument("--record-only", action="store_true", help="rewrite the record from --output")
+    args = parser.parse_args()
+    if args.record_only:
+        write(json.loads(args.output.read_text()), fresh=False)
+        return
+    torch.set_num_threads(args.threads)
+    logging.basicConfig(level=logging.WARNING)
+    results = run(args)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(results, indent=2))
+    say(f"Wrote {args.output}")
+    write(results, fresh=True)
+
+
+if __name__ == "__main__":
+    main()
