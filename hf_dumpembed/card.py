@@ -170,22 +170,24 @@ def projection_context(model_dir: Path, config: dict[str, Any]) -> dict[str, Any
 
 
 def auto_rows(auto: dict[str, Any]) -> list[tuple[str, str]]:
-    """What SpecTemp's auto mode chose at each scored k, and why (pseudo-query nDCG@10 against the reference's)."""
+    """What SpecTemp's auto mode chose at each scored k, and why (its label-free score against the reference's)."""
     if not auto.get("ks"):
         return []
     choices = []
-    for k, chosen, gamma, score, reference in zip(auto["ks"], auto["chosen"], auto["gamma"], auto["score_chosen"],
-                                                  auto["score_reference"], strict=True):
-        what = "prefix truncation" if chosen == "prefix" else f"γ {gamma:.2f}"
+    for k, chosen, route, gamma, score, reference in zip(auto["ks"], auto["chosen"], auto["route"], auto["gamma"],
+                                                         auto["score_chosen"], auto["score_reference"], strict=True):
+        what = "prefix truncation" if route == "prefix" else f"γ {gamma:.2f} {route}"
         if chosen == "reference":
             what += " (reference rule)"
         choices.append(f"{k}: {what}, {score:.3f}" + ("" if chosen == "reference" else f" vs {reference:.3f}"))
     cost = f"selection {auto.get('selection_seconds')} s + pseudo-query encoding " \
            f"{auto.get('pseudo_query_encode_seconds')} s, vs {auto.get('corpus_encode_seconds')} s encoding the corpus"
     return [
-        ("auto: pseudo-queries", f"{auto['pseudo_queries']:,} (first line or sentence vs the whole text, a seeded "
-                                 f"sample of {auto.get('pseudo_query_candidates', auto['pseudo_queries']):,})"),
-        ("auto: choice per k (pseudo-query nDCG@10, vs the reference rule's)", "; ".join(choices)),
+        ("auto: texts scored", f"{auto['pseudo_queries']:,} (a seeded sample of "
+                               f"{auto.get('pseudo_query_candidates', auto['pseudo_queries']):,} usable texts; "
+                               "pseudo-query = first line or sentence)"),
+        ("auto: choice per k (score = inverse-cloze + full-dimension-neighbour nDCG@10; vs the reference rule's)",
+         "; ".join(choices)),
         ("auto: cost", cost),
     ]
 

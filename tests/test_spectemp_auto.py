@@ -76,18 +76,26 @@ def test_auto_equals_reference_when_the_grid_holds_only_the_reference() -> None:
     reference = spectemp_curve(spectrum.eigenvalues, "reference", spectrum.count).gamma
     chosen = select_auto(spectrum, queries, docs, reference, grid=(), prefix=False)
     assert chosen.chosen == [REFERENCE] * len(chosen.ks)
-    assert np.array_equal(chosen.gamma, reference) and not chosen.prefix.any()
+    assert np.array_equal(chosen.gamma, reference) and not chosen.routes.any()
+    assert chosen.candidates == [REFERENCE]
 
 
-def test_auto_follows_the_pseudo_queries() -> None:
+def test_auto_follows_its_scores() -> None:
     spectrum, queries, docs = _spectrum_and_pairs()
-    reference = np.zeros(spectrum.dim)  # a rule that says PCA everywhere
-    chosen = select_auto(spectrum, queries, docs, reference, ks=[16])
-    assert chosen.chosen[0] not in (REFERENCE, PREFIX) and chosen.gamma[15] >= 0.5
-    scores = dict(zip(chosen.candidates, chosen.scores[0], strict=True))
-    assert scores[chosen.chosen[0]] > scores["0.00"] + 0.1
+    pca = select_auto(spectrum, queries, docs, np.zeros(spectrum.dim), ks=[16])
+    scores = dict(zip(pca.candidates, pca.cloze[0] + pca.fidelity[0], strict=True))
+    assert pca.chosen[0] == max(scores, key=scores.get) and pca.smoothed.shape == (1, len(pca.candidates))
+    # The inverse-cloze task alone sees that whitening finds the pairs and PCA does not.
+    cloze = dict(zip(pca.candidates, pca.cloze[0], strict=True))
+    assert cloze["1.00"] > cloze["0.00"] + 0.1
+    # A reference rule that is beaten is replaced; one that wins is kept.
+    worst = min((c for c in scores if c[0].isdigit()), key=scores.get)
+    beaten = select_auto(spectrum, queries, docs, np.full(spectrum.dim, float(worst)), ks=[16])
+    assert beaten.chosen[0] != REFERENCE and beaten.route_at(16) in ("centred", "uncentred", "prefix")
+    kept = select_auto(spectrum, queries, docs, np.full(spectrum.dim, 0.5), ks=[16], tolerance=10.0)
+    assert kept.chosen == [REFERENCE] and kept.gamma[15] == 0.5
     with pytest.raises(ValueError, match="pseudo-queries"):
-        select_auto(spectrum, queries[:5], docs[:5], reference)
+        select_auto(spectrum, queries[:5], docs[:5], np.zeros(spectrum.dim))
 
 
 def test_k_grid() -> None:
@@ -99,19 +107,23 @@ def test_stored_auto_projection_recomposes_every_k_bit_for_bit() -> None:
     spectrum, queries, docs = _spectrum_and_pairs(d=24)
     reference = spectemp_curve(spectrum.eigenvalues, "reference", spectrum.count).gamma
     selection = select_auto(spectrum, queries, docs, reference)
-    prefix = selection.prefix.copy()
-    prefix[18:] = True  # force both routes into one stored form
-    selection = type(selection)(**{**selection.__dict__, "prefix": prefix})
+    routes = np.zeros(24, dtype=np.int64)
+    routes[8:12] = 1  # uncentred
+    routes[18:] = 2  # prefix truncation: all three routes in one stored form
+    selection = type(selection)(**{**selection.__dict__, "routes": routes})
     stored = _auto_projection(spectrum, selection, 20)
     assert torch.equal(stored.mean, torch.zeros(24)) and torch.equal(stored.matrix, torch.eye(24, 20))
     loaded = DumpProjection(24, 20, selection="auto")
     loaded.load_state_dict(stored.state_dict())
-    for k in (1, 5, 12, 18, 19, 24):
+    for k in (1, 5, 9, 12, 13, 18, 19, 24):
         loaded.select(k)
         fitted = _auto_projection(spectrum, selection, k)
         assert torch.equal(loaded.matrix, fitted.matrix) and torch.equal(loaded.mean, fitted.mean), k
-    loaded.select(12)
-    assert torch.equal(loaded.mean, torch.from_numpy(spectrum.mean).float())
+    loaded.select(13)
+    assert loaded.route(13) == "centred" and torch.equal(loaded.mean, torch.from_numpy(spectrum.mean).float())
+    loaded.select(9)
+    assert loaded.route(9) == "uncentred" and not loaded.mean.any() and loaded.matrix.shape == (24, 9)
+    assert not torch.equal(loaded.matrix, torch.eye(24, 9))
 
 
 def _paragraphs() -> list[str]:
@@ -130,7 +142,8 @@ def test_auto_folder_load_time_k_equals_fit_at_k(llama_dump_model, tmp_path) -> 
     fit8 = fit_projection(llama_dump_model, tmp_path / "a8", FitOptions(dim=8, **options | {"plots": False}),
                           corpus=corpus)
     info = json.loads((fit16 / "config.json").read_text())["projection_info"]
-    assert info["mode"] == "auto" and info["selection"] == "auto" and info["route"] in ("spectral", "prefix")
+    assert info["mode"] == "auto" and info["selection"] == "auto"
+    assert info["route"] in ("centred", "uncentred", "prefix")
     auto = info["auto"]
     assert auto["pseudo_queries"] == len(build_pseudo_queries(_paragraphs())) == 208
     assert auto["corpus_encode_seconds"] > 0
@@ -177,3 +190,14 @@ def test_auto_folder_card_shows_the_choice(llama_dump_model, tmp_path) -> None:
                          FitOptions(method="spectemp", dim=8, mode="auto", progress=False, plots=False), corpus=corpus)
     card = (Path(out) / "README.md").read_text()
     assert "auto" in card and "pseudo-queries" in card
+
+
+def test_fidelity_is_one_for_the_full_dimensional_map_and_lower_after_truncation() -> None:
+    from hf_dumpembed.projections.auto import fidelity_ndcg_at_10, neighbour_labels
+
+    rng = np.random.default_rng(1)
+    docs = _unit(rng.standard_normal((60, 16)))
+    labels = neighbour_labels(docs)
+    assert labels.shape == (60, 10) and not (labels == np.arange(60)[:, None]).any()  # never itself
+    assert np.allclose(fidelity_ndcg_at_10(docs, labels), 1.0)
+    assert fidelity_ndcg_at_10(docs[:, :4], labels).mean() < 0.8

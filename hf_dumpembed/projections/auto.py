@@ -1,30 +1,42 @@
-"""SpecTemp ``auto`` mode: γ(k) chosen on the fit corpus itself, with pseudo-queries and no labels.
+"""SpecTemp ``auto`` mode: γ(k), centring and truncation chosen on the fit corpus itself, with no labels.
 
-For k on a geometric grid (8, 12, 16, 24, 32, ... up to d, and d) every candidate map is scored by the mean
-nDCG@10 of the pseudo-queries (`pseudo.py`): γ-whitening at each γ of the grid (0..1 step 0.05, the oracle's
-grid), the reference rule's own γ(k), and prefix truncation (no centring, no rotation). Scores are smoothed
-over neighbouring k (weights 1-2-1) before the argmax, and the reference γ is kept unless another candidate
-beats it by more than ``tolerance``. Between grid points the correction γ_auto − γ_ref is interpolated
-linearly in log k, so γ_auto(k) = γ_ref(k) wherever the pseudo-queries do not move it; prefix truncation is
-chosen for the k whose nearest grid point chose it.
+Candidates at each k of a geometric grid (8, 12, 16, 24, 32, ... below d, and d): γ-whitening for every γ of the
+grid (0..1 step 0.05, the oracle's grid) *centred* (the paper's map, y = (x − μ) W_k) and *uncentred* (the same
+W_k, y = x W_k: the corpus mean is kept), the reference rule's own γ(k), and prefix truncation. Each candidate is
+scored on m texts sampled from the corpus (their vectors come from the corpus pass) by the sum of two
+label-free nDCG@10s:
+
+- inverse cloze (Lee et al., 2019): a text's first line or sentence (`pseudo.py`) must retrieve its text among the
+  m sampled texts — rewards maps that keep texts apart (it alone drifts to whitening);
+- fidelity to the full-dimensional model: each sampled text's 10 nearest neighbours among the others under the
+  unprojected embedding are its relevant documents — rewards maps that keep the model's own similarity (it alone
+  drifts to PCA / the identity).
+
+Scores are smoothed over neighbouring k (weights 1-2-1) before the argmax, and the reference γ is kept unless
+another candidate beats it by more than ``tolerance``. Between grid points the correction γ_auto − γ_ref is
+interpolated linearly in log k; the route (centred, uncentred, prefix) is the nearest grid point's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from .baselines import ORACLE_GRID
-from .linear import EIGEN_EPS, tempered_matrix
+from .linear import EIGEN_EPS
 from .pseudo import paired_ndcg_at_10
 from .stats import Spectrum
 
 REFERENCE = "reference"
 PREFIX = "prefix"
+UNCENTRED = "u"  # label prefix of the uncentred candidates, e.g. "u0.25"
+# Stored per-k route codes (DumpProjection ``routes``): centred spectral, uncentred spectral, prefix truncation.
+ROUTE_CODES = {"centred": 0, "uncentred": 1, "prefix": 2}
 MIN_GRID_K = 8
 DEFAULT_TOLERANCE = 0.0
+NEIGHBOURS = 10
 # Below this many pseudo-queries the scores are too noisy to choose from.
 MIN_PSEUDO_QUERIES = 10
 
@@ -55,39 +67,48 @@ class AutoSelection:
 
     Attributes:
         ks: the output dimensions scored (ascending).
-        candidates: candidate labels: the γ grid values, ``"reference"`` and (if allowed) ``"prefix"``.
-        scores: (len(ks), len(candidates)) mean pseudo-query nDCG@10 of each candidate.
-        smoothed: the same after 1-2-1 smoothing over neighbouring k.
+        candidates: labels: centred γ values ("0.25"), uncentred ones ("u0.25"), "reference" and "prefix".
+        cloze: (len(ks), len(candidates)) mean inverse-cloze nDCG@10 of each candidate.
+        fidelity: the same for the full-dimensional neighbours.
+        scores: cloze + fidelity; smoothed: after 1-2-1 smoothing over neighbouring k.
         chosen: label chosen at each k of ``ks``.
         gamma: (d,) γ_auto(k) for k = 1..d (the γ of the spectral map; kept where prefix is chosen).
-        prefix: (d,) True where prefix truncation is chosen.
+        routes: (d,) route code per k (`ROUTE_CODES`: 0 centred, 1 uncentred, 2 prefix).
         reference_gamma: (d,) the reference rule's γ(k).
-        num_queries: pseudo-queries scored.
+        num_queries: texts (and pseudo-queries) scored.
     """
 
     ks: np.ndarray
     candidates: list[str]
+    cloze: np.ndarray
+    fidelity: np.ndarray
     scores: np.ndarray
     smoothed: np.ndarray
     chosen: list[str]
     gamma: np.ndarray
-    prefix: np.ndarray
+    routes: np.ndarray
     reference_gamma: np.ndarray
     num_queries: int
     tolerance: float = DEFAULT_TOLERANCE
-    reference_scores: np.ndarray = field(default=None, repr=False)
+
+    def route_at(self, k: int) -> str:
+        return {code: name for name, code in ROUTE_CODES.items()}[int(self.routes[k - 1])]
 
     def summary(self) -> dict[str, object]:
         """A JSON-able record for ``projection_info["auto"]``."""
+        ref_col = self.candidates.index(REFERENCE)
+        cols = [self.candidates.index(c) for c in self.chosen]
         return {
             "pseudo_queries": self.num_queries,
             "ks": [int(k) for k in self.ks],
             "chosen": list(self.chosen),
+            "route": [self.route_at(int(k)) for k in self.ks],
             "gamma": [round(float(self.gamma[k - 1]), 4) for k in self.ks],
             "reference_gamma": [round(float(self.reference_gamma[k - 1]), 4) for k in self.ks],
-            "score_chosen": [round(float(self.smoothed[i, self.candidates.index(c)]), 4)
-                             for i, c in enumerate(self.chosen)],
-            "score_reference": [round(float(s), 4) for s in self.smoothed[:, self.candidates.index(REFERENCE)]],
+            "score_chosen": [round(float(self.smoothed[i, c]), 4) for i, c in enumerate(cols)],
+            "score_reference": [round(float(s), 4) for s in self.smoothed[:, ref_col]],
+            "cloze_chosen": [round(float(self.cloze[i, c]), 4) for i, c in enumerate(cols)],
+            "fidelity_chosen": [round(float(self.fidelity[i, c]), 4) for i, c in enumerate(cols)],
             "tolerance": self.tolerance,
         }
 
@@ -109,32 +130,73 @@ def _smooth(scores: np.ndarray) -> np.ndarray:
     return padded_sum / weights[:, None]
 
 
+def neighbour_labels(documents: np.ndarray, count: int = NEIGHBOURS) -> np.ndarray:
+    """(m, count) indices of each row's nearest other rows by cosine (the full-dimensional model's neighbours)."""
+    count = min(count, len(documents) - 1)
+    d = documents / np.maximum(np.linalg.norm(documents, axis=1, keepdims=True), 1e-12)
+    scores = d @ d.T
+    np.fill_diagonal(scores, -np.inf)
+    return np.argsort(-scores, axis=1, kind="stable")[:, :count]
+
+
+def fidelity_ndcg_at_10(documents: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Per-row nDCG@10 (binary relevance) of ranking the other rows of ``documents`` against ``labels``."""
+    d = documents / np.maximum(np.linalg.norm(documents, axis=1, keepdims=True), 1e-12)
+    scores = d @ d.T
+    np.fill_diagonal(scores, -np.inf)
+    cut = min(10, len(d) - 1)
+    top = np.argpartition(-scores, cut - 1, axis=1)[:, :cut]
+    order = np.take_along_axis(scores, top, axis=1).argsort(axis=1, kind="stable")[:, ::-1]
+    top = np.take_along_axis(top, order, axis=1)
+    relevant = (top[:, :, None] == labels[:, None, :]).any(axis=2)
+    discounts = 1.0 / np.log2(np.arange(2, cut + 2))
+    ideal = discounts[: labels.shape[1]].sum()
+    return (relevant * discounts).sum(axis=1) / ideal
+
+
+def candidate_labels(grid: Sequence[float], prefix: bool = True, uncentred: bool = True) -> list[str]:
+    labels = [_label(float(g)) for g in grid]
+    if uncentred:
+        labels += [UNCENTRED + _label(float(g)) for g in grid]
+    return labels + [REFERENCE] + ([PREFIX] if prefix else [])
+
+
 def score_candidates(spectrum: Spectrum, queries: np.ndarray, documents: np.ndarray, ks: np.ndarray,
-                     reference_gamma: np.ndarray, grid: Sequence[float] = ORACLE_GRID, prefix: bool = True,
-                     eps: float = EIGEN_EPS) -> tuple[list[str], np.ndarray]:
-    """Mean pseudo-query nDCG@10 of every candidate at every k: (labels, (len(ks), len(labels)) scores)."""
-    labels = [_label(float(g)) for g in grid] + [REFERENCE] + ([PREFIX] if prefix else [])
-    scores = np.zeros((len(ks), len(labels)))
-    q_centred = queries - spectrum.mean
-    d_centred = documents - spectrum.mean
+                     reference_gamma: np.ndarray, labels: list[str],
+                     eps: float = EIGEN_EPS) -> tuple[np.ndarray, np.ndarray]:
+    """Mean inverse-cloze and fidelity nDCG@10 of every candidate at every k: two (len(ks), len(labels)) arrays."""
+    cloze = np.zeros((len(ks), len(labels)))
+    fidelity = np.zeros((len(ks), len(labels)))
+    neighbours = neighbour_labels(documents)
+    centred = (queries - spectrum.mean, documents - spectrum.mean)
     for row, k in enumerate(ks):
         k = int(k)
         basis = spectrum.eigenvectors[:, :k]
-        q_rot, d_rot = q_centred @ basis, d_centred @ basis
+        rotated = {False: (centred[0] @ basis, centred[1] @ basis), True: (queries @ basis, documents @ basis)}
         for col, label in enumerate(labels):
             if label == PREFIX:
-                scores[row, col] = paired_ndcg_at_10(queries[:, :k], documents[:, :k]).mean()
-                continue
-            gamma = float(reference_gamma[k - 1]) if label == REFERENCE else float(label)
-            scale = tempered_matrix(np.eye(k), spectrum.eigenvalues, gamma, k, eps).diagonal()
-            scores[row, col] = paired_ndcg_at_10(q_rot * scale, d_rot * scale).mean()
-    return labels, scores
+                q, d = queries[:, :k], documents[:, :k]
+            else:
+                keep_mean = label.startswith(UNCENTRED)
+                gamma = float(reference_gamma[k - 1]) if label == REFERENCE else float(label.lstrip(UNCENTRED))
+                scale = (np.asarray(spectrum.eigenvalues[:k], dtype=np.float64) + eps) ** (-gamma / 2.0)
+                q, d = rotated[keep_mean][0] * scale, rotated[keep_mean][1] * scale
+            cloze[row, col] = paired_ndcg_at_10(q, d).mean()
+            fidelity[row, col] = fidelity_ndcg_at_10(d, neighbours).mean()
+    return cloze, fidelity
+
+
+def _route(label: str) -> int:
+    if label == PREFIX:
+        return ROUTE_CODES["prefix"]
+    return ROUTE_CODES["uncentred" if label.startswith(UNCENTRED) else "centred"]
 
 
 def select_auto(spectrum: Spectrum, queries: np.ndarray, documents: np.ndarray, reference_gamma: np.ndarray,
-                grid: Sequence[float] = ORACLE_GRID, prefix: bool = True, tolerance: float = DEFAULT_TOLERANCE,
-                ks: Sequence[int] | None = None, eps: float = EIGEN_EPS) -> AutoSelection:
-    """Choose γ(k) (or prefix truncation) for every k from pseudo-query vectors and their positive documents.
+                grid: Sequence[float] = ORACLE_GRID, prefix: bool = True, uncentred: bool = True,
+                tolerance: float = DEFAULT_TOLERANCE, ks: Sequence[int] | None = None,
+                eps: float = EIGEN_EPS) -> AutoSelection:
+    """Choose γ(k) and the route (centred, uncentred, prefix) for every k from pseudo-query vectors and their texts.
 
     ``queries`` and ``documents`` are the unit-length pooled vectors of the pseudo-queries and of their texts
     (row i of each is a pair). ``grid`` may be empty: with ``prefix=False`` the result is the reference rule.
@@ -147,20 +209,22 @@ def select_auto(spectrum: Spectrum, queries: np.ndarray, documents: np.ndarray, 
         raise ValueError(f"queries and documents must both be (m, {d}); got {queries.shape} and {documents.shape}.")
     check_pseudo_queries(len(queries))
     ks = k_grid(d) if ks is None else np.array(sorted({int(k) for k in ks}), dtype=np.int64)
-    labels, scores = score_candidates(spectrum, queries, documents, ks, reference_gamma, grid, prefix, eps)
+    labels = candidate_labels(grid, prefix, uncentred and len(grid) > 0)
+    cloze, fidelity = score_candidates(spectrum, queries, documents, ks, reference_gamma, labels, eps)
+    scores = cloze + fidelity
     smoothed = _smooth(scores)
     ref_col = labels.index(REFERENCE)
     chosen = []
     for row in smoothed:
-        best = int(np.argmax(row))  # first maximum: the smallest γ among ties, before reference and prefix
+        best = int(np.argmax(row))  # first maximum: the smallest γ among ties, centred before uncentred
         chosen.append(labels[best] if row[best] > row[ref_col] + tolerance else REFERENCE)
     # The correction to the reference rule at each grid k, interpolated over log k.
-    delta = np.array([0.0 if c in (REFERENCE, PREFIX) else float(c) - reference_gamma[k - 1]
+    delta = np.array([0.0 if c in (REFERENCE, PREFIX) else float(c.lstrip(UNCENTRED)) - reference_gamma[k - 1]
                       for c, k in zip(chosen, ks, strict=True)])
     all_k = np.arange(1, d + 1)
     gamma = np.clip(reference_gamma + np.interp(np.log(all_k), np.log(ks), delta), 0.0, 1.0)
     nearest = np.abs(np.log(all_k)[:, None] - np.log(ks)[None, :]).argmin(axis=1)
-    is_prefix = np.array([chosen[i] == PREFIX for i in nearest])
-    return AutoSelection(ks=ks, candidates=labels, scores=scores, smoothed=smoothed, chosen=chosen, gamma=gamma,
-                         prefix=is_prefix, reference_gamma=reference_gamma, num_queries=len(queries),
-                         tolerance=tolerance, reference_scores=scores[:, ref_col])
+    routes = np.array([_route(chosen[i]) for i in nearest], dtype=np.int64)
+    return AutoSelection(ks=ks, candidates=labels, cloze=cloze, fidelity=fidelity, scores=scores, smoothed=smoothed,
+                         chosen=chosen, gamma=gamma, routes=routes, reference_gamma=reference_gamma,
+                         num_queries=len(queries), tolerance=tolerance)

@@ -189,7 +189,7 @@ def _auto_projection(spectrum: Spectrum, selection: AutoSelection, k: int) -> Du
     projection.eigenvalues = torch.from_numpy(spectrum.eigenvalues).float()
     projection.gammas = torch.from_numpy(np.asarray(selection.gamma, dtype=np.float64)).float()
     projection.centre = torch.from_numpy(spectrum.mean).float()
-    projection.prefix = torch.from_numpy(selection.prefix.astype(np.float32))
+    projection.routes = torch.from_numpy(selection.routes.astype(np.float32))
     projection.select(k)
     return projection
 
@@ -248,19 +248,20 @@ def _fit_auto(spectrum: Spectrum, options: FitOptions, pseudo: PseudoSet, k: int
     selection = select_auto(spectrum, pseudo.queries, pseudo.documents, curve.gamma)
     select_seconds = time.perf_counter() - started
     projection = _auto_projection(spectrum, selection, k)
-    prefix = bool(selection.prefix[k - 1])
-    if k > spectrum.rank and not prefix:
+    route = selection.route_at(k)
+    if k > spectrum.rank and route != "prefix":
         warnings.warn(f"k={k} exceeds the numerical rank {spectrum.rank} of the corpus covariance: the extra "
                       "directions carry no corpus variance. Fit on more texts or choose a smaller k.", stacklevel=3)
     summary = selection.summary()
     summary.update(base_mode=curve.mode.value, pseudo_query_candidates=pseudo.pairs.candidates,
                    pseudo_query_rule="first non-blank line (several lines) or first sentence vs the whole text",
+                   score="inverse-cloze nDCG@10 + nDCG@10 of the full-dimensional top-10 neighbours",
                    pseudo_query_encode_seconds=round(pseudo.encode_seconds, 2),
                    selection_seconds=round(select_seconds, 2))
     info: dict[str, Any] = {
         "mode": "auto", "dim": k, "knee": curve.knee_at(k), "knee_fallback": curve.knee is None,
         "noise_floor": curve.noise_floor, "t0": curve.t0, "used_rank": curve.used_rank,
-        "route": "prefix" if prefix else "spectral", "gamma": None if prefix else float(projection.gammas[k - 1]),
+        "route": route, "gamma": None if route == "prefix" else float(projection.gammas[k - 1]),
         "reference_gamma": float(curve.gamma[k - 1]), "selection": "auto", "eps": SPECTRAL_EPS,
         "spectrum_rank": spectrum.rank, "auto": summary,
     }

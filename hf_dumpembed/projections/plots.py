@@ -70,7 +70,7 @@ def plot_snr(curve: SpecTempCurve, path: Path, k: int | None = None) -> Path:
 
 def plot_gamma(curve: SpecTempCurve, path: Path, k: int | None = None, auto: AutoSelection | None = None) -> Path:
     """γ(k) for every output dimension k, with the fitted k marked; with ``auto``, the reference rule and the
-    auto mode's γ(k) on one figure (the k where auto chose prefix truncation shaded)."""
+    auto mode's γ(k) on one figure (markers: the choice at each scored k; grey: the k where auto truncates)."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     ks = np.arange(1, len(curve.gamma) + 1)
@@ -78,15 +78,17 @@ def plot_gamma(curve: SpecTempCurve, path: Path, k: int | None = None, auto: Aut
     gamma = curve.gamma
     if auto is not None:
         gamma = auto.gamma
-        ax.semilogx(ks, auto.gamma, lw=1.5, color="tab:orange", label="γ(k), auto (pseudo-queries)")
-        chosen = [float(c) if c not in ("reference", "prefix") else auto.reference_gamma[g - 1]
-                  for c, g in zip(auto.chosen, auto.ks, strict=True)]
-        ax.plot(auto.ks, chosen, "x", color="tab:orange", label="auto: chosen at the scored k")
-        if auto.prefix.any():
-            start = int(np.argmax(auto.prefix)) + 1
-            ax.axvspan(start, len(ks), color="tab:grey", alpha=0.2, label=f"auto: prefix truncation (k ≥ {start})")
+        ax.semilogx(ks, auto.gamma, lw=1.5, color="tab:orange", label="γ(k), auto")
+        for route, marker in (("centred", "o"), ("uncentred", "s")):
+            at = [int(g) for g in auto.ks if auto.route_at(int(g)) == route]
+            if at:
+                ax.plot(at, [auto.gamma[g - 1] for g in at], marker, color="tab:orange", mfc="none",
+                        label=f"auto: {route} map chosen")
+        prefix = np.flatnonzero(auto.routes == 2) + 1
+        if len(prefix):
+            ax.axvspan(prefix.min(), prefix.max(), color="tab:grey", alpha=0.2, label="auto: prefix truncation")
     if k is not None:
-        ax.plot([k], [gamma[k - 1]], "o", color="tab:green", label=f"k = {k}: γ = {gamma[k - 1]:.3f}")
+        ax.plot([k], [gamma[k - 1]], "*", ms=10, color="tab:green", label=f"k = {k}: γ = {gamma[k - 1]:.3f}")
     ax.set_ylim(-0.02, 1.02)
     _finish(fig, ax, path, xlabel="output dimension k", ylabel="γ (0 = PCA, 1 = whitening)",
             title="SpecTemp exponent γ(k)")
@@ -94,18 +96,25 @@ def plot_gamma(curve: SpecTempCurve, path: Path, k: int | None = None, auto: Aut
 
 
 def plot_pseudo_scores(auto: AutoSelection, path: Path, dims: tuple[int, ...] = (32, 64, 128, 256)) -> Path:
-    """Pseudo-query nDCG@10 against γ at a few of the scored k (dashed: prefix truncation at that k)."""
+    """Auto mode's label-free score (inverse-cloze + fidelity nDCG@10) against γ at a few of the scored k:
+    solid centred, dotted uncentred, dashed prefix truncation."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    gammas = [c for c in auto.candidates if c not in ("reference", "prefix")]
+    centred = [c for c in auto.candidates if c[0].isdigit()]
+    uncentred = [c for c in auto.candidates if c.startswith("u")]
     rows = [i for i, k in enumerate(auto.ks) if int(k) in dims] or list(range(0, len(auto.ks), 3))
     for row in rows:
-        line, = ax.plot([float(g) for g in gammas], auto.scores[row, : len(gammas)], lw=1.5, marker=".",
+        cols = [auto.candidates.index(c) for c in centred]
+        line, = ax.plot([float(c) for c in centred], auto.scores[row, cols], lw=1.5, marker=".",
                         label=f"k = {int(auto.ks[row])}")
+        if uncentred:
+            cols = [auto.candidates.index(c) for c in uncentred]
+            ax.plot([float(c[1:]) for c in uncentred], auto.scores[row, cols], ls=":", lw=1.5,
+                    color=line.get_color())
         if "prefix" in auto.candidates:
             ax.axhline(auto.scores[row, auto.candidates.index("prefix")], color=line.get_color(), ls="--", lw=1)
-    _finish(fig, ax, path, xlabel="γ", ylabel="pseudo-query nDCG@10",
-            title=f"Auto mode: {auto.num_queries} pseudo-queries from the fit corpus")
+    _finish(fig, ax, path, xlabel="γ", ylabel="cloze + fidelity nDCG@10",
+            title=f"Auto mode on {auto.num_queries} corpus texts (— centred, ··· uncentred, -- prefix)")
     return path
 
 

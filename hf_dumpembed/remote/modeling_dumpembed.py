@@ -40,6 +40,8 @@ class DumpEmbedOutput(ModelOutput):
 # How a fitted projection is recomposed for another output dimension k at load time (projection_info["selection"]).
 SELECTIONS = ("spectral", "band", "prefix", "auto")
 SPECTRAL_EPS = 1e-6
+# Auto mode's stored route codes (the ``routes`` buffer): index -> map used at that k.
+AUTO_ROUTES = ("centred", "uncentred", "prefix")
 
 
 def spectral_matrix(basis: torch.Tensor, eigenvalues: torch.Tensor, gamma: torch.Tensor | float, k: int,
@@ -67,7 +69,8 @@ class DumpProjection(nn.Module):
     ``spectral`` (SpecTemp / PCA / γ-whitening: ``basis`` = eigenvectors, ``eigenvalues``, ``gammas`` = γ(k) for
     k = 1..d), ``band`` (EmbedFilter: ``basis`` = right singular vectors of the unembedding matrix) or ``prefix``
     (truncation; nothing stored) or ``auto`` (SpecTemp auto mode: the ``spectral`` buffers plus ``centre`` = the
-    corpus mean and ``prefix`` = 1 for the k where prefix truncation, uncentred, was chosen instead).
+    corpus mean and ``routes`` = the map chosen for each k: 0 the centred spectral map, 1 the same W_k without
+    subtracting the mean, 2 prefix truncation).
     """
 
     def __init__(self, in_dim: int, out_dim: int, selection: str | None = None, eps: float = SPECTRAL_EPS) -> None:
@@ -85,20 +88,21 @@ class DumpProjection(nn.Module):
             self.register_buffer("gammas", torch.zeros(in_dim, dtype=torch.float32), persistent=True)
         if selection == "auto":
             self.register_buffer("centre", torch.zeros(in_dim, dtype=torch.float32), persistent=True)
-            self.register_buffer("prefix", torch.zeros(in_dim, dtype=torch.float32), persistent=True)
+            self.register_buffer("routes", torch.zeros(in_dim, dtype=torch.float32), persistent=True)
 
-    def is_prefix(self, k: int) -> bool:
-        """True when output dimension ``k`` uses prefix truncation (auto mode's per-k choice, or ``prefix``)."""
+    def route(self, k: int) -> str:
+        """The map used for output dimension ``k``: ``centred``, ``uncentred`` or ``prefix`` (auto mode's per-k
+        choice; other selections have one route for every k)."""
         if self.selection == "auto":
-            return bool(self.prefix[k - 1] > 0)
-        return self.selection == "prefix"
+            return AUTO_ROUTES[int(self.routes[k - 1])]
+        return "prefix" if self.selection == "prefix" else "centred"
 
     def matrix_for(self, k: int) -> torch.Tensor:
         """The projection matrix for output dimension ``k`` (1..in_dim), recomposed from the stored spectrum."""
         in_dim = self.mean.shape[0]
         if not 1 <= k <= in_dim:
             raise ValueError(f"projection_dim must be between 1 and {in_dim}; got {k}.")
-        if self.selection == "auto" and self.is_prefix(k):
+        if self.selection == "auto" and self.route(k) == "prefix":
             return torch.eye(in_dim, k, dtype=torch.float32, device=self.matrix.device)
         if self.selection in ("spectral", "auto"):
             return spectral_matrix(self.basis, self.eigenvalues, self.gammas[k - 1], k, self.eps)
@@ -116,7 +120,7 @@ class DumpProjection(nn.Module):
         """Replace the stored matrix (and, in auto mode, the mean) by those for output dimension ``k``."""
         self.matrix = self.matrix_for(k).to(self.matrix.device)
         if self.selection == "auto":
-            self.mean = torch.zeros_like(self.centre) if self.is_prefix(k) else self.centre.clone()
+            self.mean = self.centre.clone() if self.route(k) == "centred" else torch.zeros_like(self.centre)
 
     def forward(self, pooled: torch.Tensor) -> torch.Tensor:
         return (pooled.to(self.matrix.dtype) - self.mean) @ self.matrix
@@ -151,7 +155,7 @@ class DumpEmbedPreTrainedModel(PreTrainedModel):
             init.eye_(module.matrix)
             if hasattr(module, "basis"):
                 init.eye_(module.basis)
-            for name in ("eigenvalues", "gammas", "centre", "prefix"):
+            for name in ("eigenvalues", "gammas", "centre", "routes"):
                 if hasattr(module, name):
                     init.zeros_(getattr(module, name))
         # Backbone weights always come from the checkpoint; nothing else to initialise here.
@@ -219,9 +223,8 @@ class DumpEmbedModel(DumpEmbedPreTrainedModel):
         if self.projection.selection in ("spectral", "auto"):
             info["gamma"] = float(self.projection.gammas[k - 1])
             if self.projection.selection == "auto":
-                prefix = self.projection.is_prefix(k)
-                info["route"] = "prefix" if prefix else "spectral"
-                info["gamma"] = None if prefix else info["gamma"]
+                info["route"] = self.projection.route(k)
+                info["gamma"] = None if info["route"] == "prefix" else info["gamma"]
             if info.get("knee_fallback"):
                 info["knee"] = max(1, k // 2)
         self.config.projection_info = info
