@@ -35,6 +35,7 @@ from hf_dumpembed.projections.auto import select_auto
 from hf_dumpembed.projections.corpus import read_corpus
 from hf_dumpembed.projections.encode import encode_texts
 from hf_dumpembed.projections.fit import auto_reference_curve, load_for_fit
+from hf_dumpembed.projections.linear import LinearMap
 from hf_dumpembed.projections.plots import plot_gamma, plot_pseudo_scores
 from hf_dumpembed.projections.pseudo import DEFAULT_MAX_PAIRS, build_pseudo_queries
 from hf_dumpembed.projections.stats import StreamingStats, eigendecompose
