@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 # A pseudo-query needs at least this many word characters; shorter first segments ("{", "#") say nothing.
@@ -80,11 +81,11 @@ def build_pseudo_queries(texts: list[str], max_pairs: int = DEFAULT_MAX_PAIRS, s
 def paired_ndcg_at_10(queries: np.ndarray, documents: np.ndarray) -> np.ndarray:
     """Per-query nDCG@10 when row i of ``documents`` is the only relevant document of query i (cosine ranking
     over all rows; ties count against the positive). Equals mteb's nDCG@10 for one relevant document."""
-    q = queries / np.maximum(np.linalg.norm(queries, axis=1, keepdims=True), 1e-12)
-    d = documents / np.maximum(np.linalg.norm(documents, axis=1, keepdims=True), 1e-12)
-    scores = q @ d.T
-    positive = np.diagonal(scores)
+    q = torch.from_numpy(np.ascontiguousarray(queries, dtype=np.float32))
+    d = torch.from_numpy(np.ascontiguousarray(documents, dtype=np.float32))
+    scores = (q / q.norm(dim=1, keepdim=True).clamp_min(1e-12)) @ (d / d.norm(dim=1, keepdim=True).clamp_min(1e-12)).T
+    positive = scores.diagonal().clone()
     others = scores >= positive[:, None]
-    np.fill_diagonal(others, False)
-    rank = others.sum(axis=1)  # 0-based rank of the positive
+    others.fill_diagonal_(False)
+    rank = others.sum(dim=1).numpy()  # 0-based rank of the positive
     return np.where(rank < 10, 1.0 / np.log2(rank + 2.0), 0.0)

@@ -74,6 +74,11 @@ def heldout_grids(spectrum, sets: dict, cache: Path) -> dict[int, dict[float, di
     return grids
 
 
+def token_count(tokenizer, texts: list[str]) -> int:
+    """Tokens the model reads for ``texts`` (truncated to its maximum length, special tokens included)."""
+    return sum(len(ids) for ids in tokenizer(texts, truncation=True)["input_ids"])
+
+
 def run(args: argparse.Namespace) -> dict:
     from hf_dumpembed.assets import default_encoder_path
 
@@ -143,6 +148,9 @@ def run(args: argparse.Namespace) -> dict:
         "pseudo_queries": len(main_run["pairs"]), "pseudo_query_candidates": main_run["pairs"].candidates,
         "seeds": list(args.seeds), "corpus_encode_seconds": corpus_seconds,
         "pseudo_query_encode_seconds": main_run["query_seconds"], "selection_seconds": main_run["select_seconds"],
+        "selection_seconds_all_seeds": [one["select_seconds"] for one in runs],
+        "corpus_tokens": token_count(tokenizer, corpus.texts),
+        "pseudo_query_tokens": token_count(tokenizer, main_run["pairs"].queries),
         "auto": {str(one["seed"]): one["selection"].summary() for one in runs}, "rows": rows,
     }
 
