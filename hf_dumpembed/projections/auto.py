@@ -217,7 +217,16 @@ def select_auto(spectrum: Spectrum, queries: np.ndarray, documents: np.ndarray, 
     ks = k_grid(d) if ks is None else np.array(sorted({int(k) for k in ks}), dtype=np.int64)
     labels = candidate_labels(grid, prefix, uncentred and len(grid) > 0)
     cloze, fidelity = score_candidates(spectrum, queries, documents, ks, reference_gamma, labels, eps)
-    scores = cloze + fidelity
+    return choose(ks, labels, cloze, fidelity, reference_gamma, tolerance, len(queries))
+
+
+def choose(ks: np.ndarray, labels: list[str], cloze: np.ndarray, fidelity: np.ndarray, reference_gamma: np.ndarray,
+           tolerance: float = DEFAULT_TOLERANCE, num_queries: int = 0,
+           weights: tuple[float, float] = (1.0, 1.0)) -> AutoSelection:
+    """The choice from candidate scores (``select_auto``'s second half; ``weights`` of cloze and fidelity, and
+    subsets of ``labels`` with their score columns, serve the benchmark's ablations)."""
+    d = len(reference_gamma)
+    scores = weights[0] * cloze + weights[1] * fidelity
     smoothed = _smooth(scores)
     ref_col = labels.index(REFERENCE)
     chosen = []
@@ -233,4 +242,4 @@ def select_auto(spectrum: Spectrum, queries: np.ndarray, documents: np.ndarray, 
     routes = np.array([_route(chosen[i]) for i in nearest], dtype=np.int64)
     return AutoSelection(ks=ks, candidates=labels, cloze=cloze, fidelity=fidelity, scores=scores, smoothed=smoothed,
                          chosen=chosen, gamma=gamma, routes=routes, reference_gamma=reference_gamma,
-                         num_queries=len(queries), tolerance=tolerance)
+                         num_queries=num_queries, tolerance=tolerance)

@@ -31,7 +31,7 @@ import torch
 from hf_dumpembed.benchmarks import Table, command_line, write_record
 from hf_dumpembed.console import say
 from hf_dumpembed.projections import baselines
-from hf_dumpembed.projections.auto import select_auto
+from hf_dumpembed.projections.auto import UNCENTRED, AutoSelection, choose, select_auto
 from hf_dumpembed.projections.corpus import read_corpus
 from hf_dumpembed.projections.encode import encode_texts
 from hf_dumpembed.projections.fit import auto_reference_curve, load_for_fit
@@ -74,6 +74,40 @@ def heldout_grids(spectrum, sets: dict, cache: Path) -> dict[int, dict[float, di
     return grids
 
 
+ABLATIONS = {
+    "inverse cloze only": {"weights": (1.0, 0.0)},
+    "fidelity only": {"weights": (0.0, 1.0)},
+    "cloze + fidelity, centred maps only": {"centred_only": True},
+    "inverse cloze only, centred maps only": {"weights": (1.0, 0.0), "centred_only": True},
+}
+
+
+def ablation(selection: AutoSelection, weights: tuple[float, float] = (1.0, 1.0),
+             centred_only: bool = False) -> AutoSelection:
+    """The same candidate scores, another combination or candidate set."""
+    keep = [i for i, c in enumerate(selection.candidates) if not (centred_only and c.startswith(UNCENTRED))]
+    return choose(selection.ks, [selection.candidates[i] for i in keep], selection.cloze[:, keep],
+                  selection.fidelity[:, keep], selection.reference_gamma, selection.tolerance,
+                  selection.num_queries, weights)
+
+
+def evaluate_choice(selection: AutoSelection, k: int, spectrum, sets: dict, memo: dict) -> tuple[str, float | None,
+                                                                                                dict]:
+    """Route, γ and held-out scores of a selection's map at k (memoised on route and γ)."""
+    route = selection.route_at(k)
+    gamma = None if route == "prefix" else round(float(selection.gamma[k - 1]), 6)
+    key = (k, route, gamma)
+    if key not in memo:
+        if route == "prefix":
+            linear = baselines.truncate_map(spectrum.dim, k)
+        else:
+            linear = baselines.gamma_map(spectrum, k, gamma)
+            if route == "uncentred":
+                linear = LinearMap(np.zeros(spectrum.dim), linear.matrix)
+        memo[key] = quality.ndcg(sets, linear)
+    return route, gamma, memo[key]
+
+
 def token_count(tokenizer, texts: list[str]) -> int:
     """Tokens the model reads for ``texts`` (truncated to its maximum length, special tokens included)."""
     return sum(len(ids) for ids in tokenizer(texts, truncation=True)["input_ids"])
@@ -110,23 +144,13 @@ def run(args: argparse.Namespace) -> dict:
     main_run = runs[0]
     grids = heldout_grids(spectrum, sets, cache / f"heldout-grid-{corpus.sha256[:12]}.json")
     rows = []
+    memo: dict = {}
     for k in DIMS:
         grid = grids[k]
         oracle = max(grid, key=lambda g: (grid[g]["mean"], -g))
         reference = quality.ndcg(sets, baselines.gamma_map(spectrum, k, float(curve.gamma[k - 1])))
         truncation = quality.ndcg(sets, baselines.truncate_map(d, k))
-        per_seed = []
-        for one in runs:
-            selection = one["selection"]
-            route = selection.route_at(k)
-            if route == "prefix":
-                per_seed.append((route, None, truncation))
-            else:
-                gamma = float(selection.gamma[k - 1])
-                linear = baselines.gamma_map(spectrum, k, gamma)
-                if route == "uncentred":
-                    linear = LinearMap(np.zeros(d), linear.matrix)
-                per_seed.append((route, gamma, quality.ndcg(sets, linear)))
+        per_seed = [evaluate_choice(one["selection"], k, spectrum, sets, memo) for one in runs]
         route, gamma, scores = per_seed[0]
         rows += [
             {"k": k, "method": "auto", "route": route, "gamma": gamma, **scores,
@@ -139,6 +163,12 @@ def run(args: argparse.Namespace) -> dict:
         ]
         say(f"k={k}: auto {scores['mean']:.4f} ({route}, γ {gamma}) reference {reference['mean']:.4f} "
             f"PCA {grid[0.0]['mean']:.4f} truncation {truncation['mean']:.4f} oracle {grid[oracle]['mean']:.4f}")
+    ablations = []
+    for name, variant in ABLATIONS.items():
+        selection = ablation(main_run["selection"], **variant)
+        for k in DIMS:
+            route, gamma, scores = evaluate_choice(selection, k, spectrum, sets, memo)
+            ablations.append({"k": k, "route": name, "map": route, "gamma": gamma, **scores})
     FIGURES.mkdir(parents=True, exist_ok=True)
     plot_gamma(curve, FIGURES / "spectemp_auto_gamma.png", auto=main_run["selection"])
     plot_pseudo_scores(main_run["selection"], FIGURES / "spectemp_auto_pseudo_ndcg.png")
@@ -152,6 +182,7 @@ def run(args: argparse.Namespace) -> dict:
         "corpus_tokens": token_count(tokenizer, corpus.texts),
         "pseudo_query_tokens": token_count(tokenizer, main_run["pairs"].queries),
         "auto": {str(one["seed"]): one["selection"].summary() for one in runs}, "rows": rows,
+        "ablations": ablations,
     }
 
 
@@ -177,12 +208,35 @@ def table(results: dict) -> Table:
                           "Δ vs oracle": 2})
 
 
+def ablation_table(results: dict) -> Table:
+    """Held-out mean nDCG@10 of each scoring route at each k (the map it chose in brackets)."""
+    names = ["auto: cloze + fidelity (kept)", *ABLATIONS]
+    columns = ["route", *(f"k = {k}" for k in DIMS)]
+    by_route = {}
+    for row in results["rows"]:
+        if row["method"] == "auto":
+            by_route.setdefault(names[0], {})[row["k"]] = row | {"map": row["route"]}
+    for row in results.get("ablations", []):
+        by_route.setdefault(row["route"], {})[row["k"]] = row
+    rows = []
+    for name in names:
+        cells = []
+        for k in DIMS:
+            row = by_route[name][k]
+            mark = "u" if row["map"] == "uncentred" else ""
+            what = "prefix" if row["map"] == "prefix" else f"{mark}{row['gamma']:.2f}"
+            cells.append(f"{row['mean']:.4f} ({what})")
+        rows.append([name, *cells])
+    return Table(columns=columns, rows=rows)
+
+
 def write(results: dict, fresh: bool) -> None:
     from hf_dumpembed.machine import machine_info
 
     section, order, title = SECTION
     run_info = {"commands": [command_line()], "machine": machine_info()} if fresh else {}
-    write_record(section, tables=[table(results)], date=results["date"], title=title, order=order, **run_info)
+    tables = [table(results)] + ([ablation_table(results)] if results.get("ablations") else [])
+    write_record(section, tables=tables, date=results["date"], title=title, order=order, **run_info)
 
 
 def main() -> None:
