@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from hf_dumpembed.evaluation import retrieval_metrics
-from hf_dumpembed.projections.auto import PREFIX, REFERENCE, k_grid, select_auto
+from hf_dumpembed.projections.auto import REFERENCE, k_grid, select_auto
 from hf_dumpembed.projections.fit import FitOptions, _auto_projection, fit_projection
 from hf_dumpembed.projections.pseudo import build_pseudo_queries, first_segment, paired_ndcg_at_10
 from hf_dumpembed.projections.spectemp import spectemp_curve
@@ -201,3 +201,14 @@ def test_fidelity_is_one_for_the_full_dimensional_map_and_lower_after_truncation
     assert labels.shape == (60, 10) and not (labels == np.arange(60)[:, None]).any()  # never itself
     assert np.allclose(fidelity_ndcg_at_10(docs, labels), 1.0)
     assert fidelity_ndcg_at_10(docs[:, :4], labels).mean() < 0.8
+
+
+def test_auto_with_fewer_texts_than_dimensions_corrects_the_robust_rule(llama_dump_model, tmp_path) -> None:
+    few = tmp_path / "few.txt"
+    few.write_text("\n".join(_paragraphs()[:20]))  # 20 texts, d = 32: rank ≤ 19
+    with pytest.warns(UserWarning, match="rank"):
+        out = fit_projection(llama_dump_model, tmp_path / "few-auto",
+                             FitOptions(method="spectemp", dim=8, mode="auto", progress=False, plots=False), corpus=few)
+    info = json.loads((out / "config.json").read_text())["projection_info"]
+    assert info["auto"]["base_mode"] == "robust" and info["used_rank"] <= 19
+    assert info["auto"]["pseudo_queries"] == len(build_pseudo_queries(_paragraphs()[:20]))

@@ -195,14 +195,10 @@ def _auto_projection(spectrum: Spectrum, selection: AutoSelection, k: int) -> Du
 
 
 def auto_reference_curve(spectrum: Spectrum) -> SpecTempCurve:
-    """The rule auto mode corrects: the reference curve, or the robust one where the reference has no noise
-    floor (a rank-deficient covariance, n ≤ d)."""
-    try:
-        return spectemp_curve(spectrum.eigenvalues, SpecTempMode.REFERENCE, spectrum.count)
-    except ValueError:
-        if spectrum.rank >= spectrum.dim:
-            raise
-        return spectemp_curve(spectrum.eigenvalues, SpecTempMode.ROBUST, spectrum.count)
+    """The rule auto mode corrects: the reference curve, or the robust one when there are no more texts than
+    dimensions (n ≤ d: the covariance is rank-deficient and the reference noise floor is zero or round-off)."""
+    mode = SpecTempMode.ROBUST if spectrum.count <= spectrum.dim else SpecTempMode.REFERENCE
+    return spectemp_curve(spectrum.eigenvalues, mode, spectrum.count)
 
 
 def _plain_projection(mean: np.ndarray, matrix: np.ndarray, selection: str | None) -> DumpProjection:
