@@ -180,12 +180,12 @@ def auto_rows(auto: dict[str, Any]) -> list[tuple[str, str]]:
         if chosen == "reference":
             what += " (reference rule)"
         choices.append(f"{k}: {what}, {score:.3f}" + ("" if chosen == "reference" else f" vs {reference:.3f}"))
+    usable = auto.get("pseudo_query_candidates", auto["pseudo_queries"])
+    sample = f", a seeded sample of the {usable:,} usable texts" if usable > auto["pseudo_queries"] else ""
     cost = f"selection {auto.get('selection_seconds')} s + pseudo-query encoding " \
            f"{auto.get('pseudo_query_encode_seconds')} s, vs {auto.get('corpus_encode_seconds')} s encoding the corpus"
     return [
-        ("auto: texts scored", f"{auto['pseudo_queries']:,} (a seeded sample of "
-                               f"{auto.get('pseudo_query_candidates', auto['pseudo_queries']):,} usable texts; "
-                               "pseudo-query = first line or sentence)"),
+        ("auto: texts scored", f"{auto['pseudo_queries']:,}{sample} (pseudo-query = first line or sentence)"),
         ("auto: choice per k (score = inverse-cloze + full-dimension-neighbour nDCG@10; vs the reference rule's)",
          "; ".join(choices)),
         ("auto: cost", cost),
