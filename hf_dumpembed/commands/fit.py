@@ -13,7 +13,10 @@ corpus name / relative path + sha256, number of texts, date) goes to config.proj
 A second fit to the same OUT while this one runs fails at once; non-finite corpus statistics are refused.
 
 Methods (SpecTemp and baselines are fitted on the embeddings of --corpus; the others need no corpus):
-  spectemp        PCA with spectral tempering: γ(k) from the SNR knee of the spectrum (--robust: ours)
+  spectemp        PCA with spectral tempering: γ(k) from the SNR knee of the spectrum (--mode reference, the
+                  authors' rule; --mode robust: ours); --mode auto (ours) chooses γ(k), or prefix truncation,
+                  for every k with pseudo-queries from the corpus itself (a text's first line or sentence
+                  against the whole text; no labels; --pseudo-queries N of them)
   pca / whiten    centred top-k eigenvectors, γ = 0 / γ = 1
   gamma           γ-whitening with --gamma G (default 0.5)
   embedfilter     middle band of the causal LM's unembedding spectrum: m = d // --ratio (default 2) or --dim
@@ -39,7 +42,8 @@ def _fit(args: argparse.Namespace) -> None:
     from ..projections.fit import FitOptions, fit_projection
 
     options = FitOptions(
-        method=args.method, dim=args.dim, ratio=args.ratio, gamma=args.gamma, robust=args.robust, seed=args.seed,
+        method=args.method, dim=args.dim, ratio=args.ratio, gamma=args.gamma, mode=args.mode, robust=args.robust,
+        pseudo_queries=args.pseudo_queries, seed=args.seed,
         max_texts=args.max_texts, batch_size=args.batch_size, prompt=args.prompt, lm_head=args.lm_head,
         text_column=args.text_column, plots=not args.no_plots,
     )
@@ -74,9 +78,13 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--ratio", type=int, default=None, metavar="T",
                         help="EmbedFilter filter ratio τ: keep m = d // τ middle directions (default 2)")
     parser.add_argument("--gamma", type=float, default=None, metavar="G", help="γ of --method gamma (default 0.5)")
-    parser.add_argument("--robust", action="store_true",
-                        help="SpecTemp robust mode: knee = argmax of Kneedle's difference curve, zero eigenvalues "
-                        "dropped before the noise floor (default: the authors' reference mode)")
+    parser.add_argument("--mode", choices=["reference", "robust", "auto"], default=None,
+                        help="SpecTemp's γ(k): reference (the authors' rule, default); robust (knee = argmax of "
+                        "Kneedle's difference curve, zero eigenvalues dropped before the noise floor); auto (γ(k) or "
+                        "prefix truncation chosen per k by pseudo-query nDCG@10 on the corpus)")
+    parser.add_argument("--robust", action="store_true", help="alias of --mode robust")
+    parser.add_argument("--pseudo-queries", type=int, default=1000, metavar="N",
+                        help="--mode auto: score at most N pseudo-queries, a seeded sample (default: 1000)")
     parser.add_argument("--corpus", default=None, metavar="PATH",
                         help="texts to fit on (spectemp, pca, whiten, gamma): .jsonl, .txt, BEIR folder, saved dataset")
     parser.add_argument("--text-column", default=None, help="text column of a saved HF dataset (default: text)")

@@ -67,7 +67,9 @@ PROJECTION_FIELDS = {
     "input": "input",
     "prompt": "zero-shot prompt",
     "dim": "output dimension k",
+    "route": "route at k (auto mode)",
     "gamma": "γ",
+    "reference_gamma": "reference rule's γ at k",
     "knee": "knee (SNR rank)",
     "ratio": "filter ratio τ",
     "seed": "seed",
@@ -163,6 +165,7 @@ def projection_context(model_dir: Path, config: dict[str, Any]) -> dict[str, Any
         rows.append(("corpus texts", f"{int(corpus['num_texts']):,}{sampled}"))
     if _present(corpus.get("sha256")):
         rows.append(("corpus sha256", f"`{corpus['sha256']}`"))
+    rows += auto_rows(info.get("auto") or {})
     method = str(info.get("method") or "")
     return {
         "method": method,
@@ -173,6 +176,29 @@ def projection_context(model_dir: Path, config: dict[str, Any]) -> dict[str, Any
         "example_dim": min(selectable_dims(info), default=None),
         "max_dim": info.get("max_dim"),
     }
+
+
+def auto_rows(auto: dict[str, Any]) -> list[tuple[str, str]]:
+    """What SpecTemp's auto mode chose at each scored k, and why (its label-free score against the reference's)."""
+    if not auto.get("ks"):
+        return []
+    choices = []
+    for k, chosen, route, gamma, score, reference in zip(auto["ks"], auto["chosen"], auto["route"], auto["gamma"],
+                                                         auto["score_chosen"], auto["score_reference"], strict=True):
+        what = "prefix truncation" if route == "prefix" else f"γ {gamma:.2f} {route}"
+        if chosen == "reference":
+            what += " (reference rule)"
+        choices.append(f"{k}: {what}, {score:.3f}" + ("" if chosen == "reference" else f" vs {reference:.3f}"))
+    usable = auto.get("pseudo_query_candidates", auto["pseudo_queries"])
+    sample = f", a seeded sample of the {usable:,} usable texts" if usable > auto["pseudo_queries"] else ""
+    cost = f"selection {auto.get('selection_seconds')} s + pseudo-query encoding " \
+           f"{auto.get('pseudo_query_encode_seconds')} s, vs {auto.get('corpus_encode_seconds')} s encoding the corpus"
+    return [
+        ("auto: texts scored", f"{auto['pseudo_queries']:,}{sample} (pseudo-query = first line or sentence)"),
+        ("auto: choice per k (score = inverse-cloze + full-dimension-neighbour nDCG@10; vs the reference rule's)",
+         "; ".join(choices)),
+        ("auto: cost", cost),
+    ]
 
 
 def training_context(model_dir: Path, config: dict[str, Any]) -> dict[str, Any] | None:

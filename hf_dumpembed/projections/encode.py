@@ -45,11 +45,49 @@ def encode_stats(model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, tex
     Under ``torch.distributed`` (e.g. torchrun) each rank encodes every world-th text and the statistics are
     all-reduced, so every rank returns those of the whole corpus.
     """
+    return encode_corpus(model, tokenizer, texts, batch_size, progress)[0]
+
+
+def encode_corpus(model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, texts: list[str],
+                  batch_size: int = 32, progress: bool = True,
+                  keep: np.ndarray | None = None) -> tuple[StreamingStats, np.ndarray | None]:
+    """`encode_stats`, also returning the pooled vectors of the texts at indices ``keep`` (rows in ``keep``
+    order; None when ``keep`` is None), taken from the same pass. Under ``torch.distributed`` every rank
+    returns all of them."""
     rank, world = _rank_and_world()
     shard = texts[rank::world]
     stats = StreamingStats(model.config.hidden_size)
+    wanted = {} if keep is None else {int(i) // world: int(i) for i in keep if int(i) % world == rank}
+    kept: dict[int, np.ndarray] = {}
+    order = sorted(range(len(shard)), key=lambda i: -len(shard[i]))  # iter_pooled's order
+    position = 0
     for pooled in iter_pooled(model, tokenizer, shard, batch_size, progress and rank == 0):
         stats.update(as_float_array(pooled))
+        for row, local in enumerate(order[position : position + len(pooled)]):
+            if local in wanted:
+                kept[wanted[local]] = pooled[row].astype(np.float32)
+        position += len(pooled)
     if world > 1:
         stats.all_reduce()
-    return stats
+        if keep is not None:
+            import torch.distributed as dist
+
+            gathered: list[dict[int, np.ndarray]] = [{} for _ in range(world)]
+            dist.all_gather_object(gathered, kept)
+            kept = {index: vector for part in gathered for index, vector in part.items()}
+    if keep is None:
+        return stats, None
+    return stats, np.stack([kept[int(i)] for i in keep]) if len(keep) else np.zeros((0, stats.dim), np.float32)
+
+
+def encode_texts(model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, texts: list[str],
+                 batch_size: int = 32, progress: bool = True, desc: str = "encoding") -> np.ndarray:
+    """The pooled vectors of ``texts`` in input order (every rank encodes all of them)."""
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    chunks = list(iter_pooled(model, tokenizer, texts, batch_size, progress, desc))
+    if not chunks:
+        return np.zeros((0, model.config.hidden_size), dtype=np.float32)
+    in_order = np.concatenate(chunks)
+    vectors = np.empty_like(in_order)
+    vectors[order] = in_order
+    return vectors

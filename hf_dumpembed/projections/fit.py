@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import time
 import warnings
 from collections.abc import Mapping
 from contextlib import ExitStack
@@ -30,11 +31,13 @@ from ..model.prompting import PROMPT_TEMPLATES, PromptMode, prompt_mode, set_pro
 from ..remote import DumpEmbedModel
 from ..remote.modeling_dumpembed import SPECTRAL_EPS, DumpProjection, band_matrix, check_finite, spectral_matrix
 from . import baselines
+from .auto import AutoSelection, check_pseudo_queries, select_auto
 from .corpus import Corpus, read_corpus
 from .embedfilter import band_size, band_start, gram_basis
-from .encode import encode_stats
+from .encode import encode_corpus, encode_texts
 from .linear import check_dim
-from .spectemp import SpecTempCurve, spectemp_curve
+from .pseudo import DEFAULT_MAX_PAIRS, PseudoQueries, build_pseudo_queries
+from .spectemp import SpecTempCurve, SpecTempMode, spectemp_curve
 from .stats import Spectrum, eigendecompose
 from .unembedding import find_unembedding
 
@@ -53,6 +56,7 @@ class Method(str, Enum):
 
 
 SPECTRAL_METHODS = (Method.SPECTEMP, Method.PCA, Method.WHITEN, Method.GAMMA)
+SPECTEMP_MODES = ("reference", "robust", "auto")
 DEFAULT_GAMMA = 0.5
 DEFAULT_RATIO = 2
 # Files the fit writes itself; everything else in the source folder (tokenizer, sentence-transformers files,
@@ -71,7 +75,11 @@ class FitOptions:
         dim: output dimension k (EmbedFilter: the band width m). Required except for EmbedFilter.
         ratio: EmbedFilter's filter ratio τ (m = d // τ); default 2 when neither dim nor ratio is given.
         gamma: exponent of the ``gamma`` method (default 0.5, the paper's γ-whitening baseline).
-        robust: SpecTemp robust mode instead of the reference mode.
+        mode: SpecTemp's γ(k): ``reference`` (the authors' rule, default), ``robust`` (ours: knee = difference-curve
+            argmax) or ``auto`` (ours: γ(k), or prefix truncation, chosen per k with pseudo-queries from the
+            corpus; see `auto.py`).
+        robust: alias of ``mode="robust"``.
+        pseudo_queries: auto mode: at most this many (first segment, text) pairs are scored.
         seed: seed of the random baselines and of the corpus sample (paper seeds 1999, 5, 2026).
         max_texts: fit on a seeded sample of at most this many texts (the authors' code: 1M).
         batch_size: encoding batch size.
@@ -86,7 +94,9 @@ class FitOptions:
     dim: int | None = None
     ratio: int | None = None
     gamma: float | None = None
+    mode: str | None = None
     robust: bool = False
+    pseudo_queries: int = DEFAULT_MAX_PAIRS
     seed: int = 1999
     max_texts: int | None = 1_000_000
     batch_size: int = 32
@@ -119,6 +129,18 @@ class FitOptions:
             raise ValueError(f"gamma must be in [0, 1]; got {self.gamma}.")
         if self.robust and method is not Method.SPECTEMP:
             raise ValueError("robust applies to --method spectemp only.")
+        if self.mode is not None:
+            if method is not Method.SPECTEMP:
+                raise ValueError("mode (--mode) applies to --method spectemp only.")
+            if self.mode not in SPECTEMP_MODES:
+                raise ValueError(f"mode must be one of {SPECTEMP_MODES}; got {self.mode!r}.")
+            if self.robust and self.mode != "robust":
+                raise ValueError(f"robust (--robust) is the alias of mode 'robust'; it contradicts mode {self.mode!r}.")
+        if method is Method.SPECTEMP:
+            object.__setattr__(self, "mode", self.mode or ("robust" if self.robust else "reference"))
+            object.__setattr__(self, "robust", self.mode == "robust")
+        if self.pseudo_queries < 1:
+            raise ValueError(f"pseudo_queries must be >= 1; got {self.pseudo_queries}.")
         if self.dim is None and method is not Method.EMBEDFILTER:
             raise ValueError(f"--method {method.value} needs --dim K (the output dimension).")
         if self.dim is not None and (isinstance(self.dim, bool) or not isinstance(self.dim, int) or self.dim < 1):
@@ -129,6 +151,10 @@ class FitOptions:
     @property
     def needs_corpus(self) -> bool:
         return self.method in SPECTRAL_METHODS
+
+    @property
+    def is_auto(self) -> bool:
+        return self.method is Method.SPECTEMP and self.mode == "auto"
 
 
 def _choice(enum: type[Enum], value: object, name: str) -> Enum:
@@ -147,6 +173,17 @@ class FittedProjection:
     curve: SpecTempCurve | None = None
     spectrum: Spectrum | None = None
     singular_values: np.ndarray | None = None
+    auto: AutoSelection | None = None
+
+
+@dataclass(frozen=True)
+class PseudoSet:
+    """Auto mode's pseudo-queries: their vectors, their texts' vectors from the corpus pass, and the cost."""
+
+    pairs: PseudoQueries
+    queries: np.ndarray
+    documents: np.ndarray
+    encode_seconds: float
 
 
 def _spectral_projection(spectrum: Spectrum, gammas: np.ndarray, k: int) -> DumpProjection:
@@ -160,6 +197,24 @@ def _spectral_projection(spectrum: Spectrum, gammas: np.ndarray, k: int) -> Dump
     return projection
 
 
+def _auto_projection(spectrum: Spectrum, selection: AutoSelection, k: int) -> DumpProjection:
+    projection = DumpProjection(spectrum.dim, k, selection="auto", eps=SPECTRAL_EPS)
+    projection.basis = torch.from_numpy(np.ascontiguousarray(spectrum.eigenvectors)).float()
+    projection.eigenvalues = torch.from_numpy(spectrum.eigenvalues).float()
+    projection.gammas = torch.from_numpy(np.asarray(selection.gamma, dtype=np.float64)).float()
+    projection.centre = torch.from_numpy(spectrum.mean).float()
+    projection.routes = torch.from_numpy(selection.routes.astype(np.float32))
+    projection.select(k)
+    return projection
+
+
+def auto_reference_curve(spectrum: Spectrum) -> SpecTempCurve:
+    """The rule auto mode corrects: the reference curve, or the robust one when there are no more texts than
+    dimensions (n ≤ d: the covariance is rank-deficient and the reference noise floor is zero or round-off)."""
+    mode = SpecTempMode.ROBUST if spectrum.count <= spectrum.dim else SpecTempMode.REFERENCE
+    return spectemp_curve(spectrum.eigenvalues, mode, spectrum.count)
+
+
 def _plain_projection(mean: np.ndarray, matrix: np.ndarray, selection: str | None) -> DumpProjection:
     projection = DumpProjection(matrix.shape[0], matrix.shape[1], selection=selection)
     projection.mean = torch.from_numpy(mean).float()
@@ -167,14 +222,19 @@ def _plain_projection(mean: np.ndarray, matrix: np.ndarray, selection: str | Non
     return projection
 
 
-def fit_spectral(spectrum: Spectrum, options: FitOptions) -> FittedProjection:
-    """SpecTemp (reference/robust), PCA, whitening or γ-whitening from a corpus spectrum."""
+def fit_spectral(spectrum: Spectrum, options: FitOptions, pseudo: PseudoSet | None = None) -> FittedProjection:
+    """SpecTemp (reference/robust/auto), PCA, whitening or γ-whitening from a corpus spectrum; auto mode also
+    needs the pseudo-query vectors (`encode_pseudo_queries`)."""
     d = spectrum.dim
     k = check_dim(options.dim, d)
     info: dict[str, Any] = {"mode": None, "knee": None}
     curve = None
+    if options.is_auto:
+        if pseudo is None:
+            raise ValueError("SpecTemp auto mode needs pseudo-query vectors (encode_pseudo_queries).")
+        return _fit_auto(spectrum, options, pseudo, k)
     if options.method is Method.SPECTEMP:
-        curve = spectemp_curve(spectrum.eigenvalues, "robust" if options.robust else "reference", spectrum.count)
+        curve = spectemp_curve(spectrum.eigenvalues, options.mode, spectrum.count)
         gammas = curve.gamma
         info.update(mode=curve.mode.value, knee=curve.knee_at(k), knee_fallback=curve.knee is None,
                     noise_floor=curve.noise_floor, t0=curve.t0, used_rank=curve.used_rank)
@@ -190,6 +250,42 @@ def fit_spectral(spectrum: Spectrum, options: FitOptions) -> FittedProjection:
     info.update(dim=k, gamma=float(projection.gammas[k - 1]), selection="spectral", eps=SPECTRAL_EPS,
                 spectrum_rank=spectrum.rank)
     return FittedProjection(projection, info, curve=curve, spectrum=spectrum)
+
+
+def _fit_auto(spectrum: Spectrum, options: FitOptions, pseudo: PseudoSet, k: int) -> FittedProjection:
+    curve = auto_reference_curve(spectrum)
+    started = time.perf_counter()
+    selection = select_auto(spectrum, pseudo.queries, pseudo.documents, curve.gamma)
+    select_seconds = time.perf_counter() - started
+    projection = _auto_projection(spectrum, selection, k)
+    route = selection.route_at(k)
+    if k > spectrum.rank and route != "prefix":
+        warnings.warn(f"k={k} exceeds the numerical rank {spectrum.rank} of the corpus covariance: the extra "
+                      "directions carry no corpus variance. Fit on more texts or choose a smaller k.", stacklevel=3)
+    summary = selection.summary()
+    summary.update(base_mode=curve.mode.value, pseudo_query_candidates=pseudo.pairs.candidates,
+                   pseudo_query_rule="first non-blank line (several lines) or first sentence vs the whole text",
+                   score="inverse-cloze nDCG@10 + nDCG@10 of the full-dimensional top-10 neighbours",
+                   pseudo_query_encode_seconds=round(pseudo.encode_seconds, 2),
+                   selection_seconds=round(select_seconds, 2))
+    info: dict[str, Any] = {
+        "mode": "auto", "dim": k, "knee": curve.knee_at(k), "knee_fallback": curve.knee is None,
+        "noise_floor": curve.noise_floor, "t0": curve.t0, "used_rank": curve.used_rank,
+        "route": route, "gamma": None if route == "prefix" else float(projection.gammas[k - 1]),
+        "reference_gamma": float(curve.gamma[k - 1]), "selection": "auto", "eps": SPECTRAL_EPS,
+        "spectrum_rank": spectrum.rank, "auto": summary,
+    }
+    return FittedProjection(projection, info, curve=curve, spectrum=spectrum, auto=selection)
+
+
+def encode_pseudo_queries(model: DumpEmbedModel, tokenizer: PreTrainedTokenizerBase, pairs: PseudoQueries,
+                          documents: np.ndarray, options: FitOptions) -> PseudoSet:
+    """Encode the pseudo-query texts (short; the documents come from the corpus pass)."""
+    started = time.perf_counter()
+    queries = encode_texts(model, tokenizer, pairs.queries, options.batch_size, options.progress,
+                           desc="pseudo-queries")
+    return PseudoSet(pairs, queries.astype(np.float64), documents.astype(np.float64),
+                     time.perf_counter() - started)
 
 
 def fit_embedfilter(model: DumpEmbedModel, options: FitOptions) -> FittedProjection:
@@ -233,8 +329,11 @@ def _write_plots(fitted: FittedProjection, folder: Path) -> list[str]:
         written.append("plots/spectrum.png")
     if fitted.curve is not None:
         plots.plot_snr(fitted.curve, folder / "plots/snr.png", k)
-        plots.plot_gamma(fitted.curve, folder / "plots/gamma.png", k)
+        plots.plot_gamma(fitted.curve, folder / "plots/gamma.png", k, auto=fitted.auto)
         written += ["plots/snr.png", "plots/gamma.png"]
+    if fitted.auto is not None:
+        plots.plot_pseudo_scores(fitted.auto, folder / "plots/pseudo_query_ndcg.png")
+        written.append("plots/pseudo_query_ndcg.png")
     if fitted.singular_values is not None:
         plots.plot_band(fitted.singular_values, fitted.info["band_start"], k, folder / "plots/unembedding_spectrum.png")
         written.append("plots/unembedding_spectrum.png")
@@ -256,7 +355,7 @@ def fit_projection(model_dir: str | Path, out_dir: str | Path, options: FitOptio
 
 
 # FitOptions fields that decide which texts are encoded and how: fits sharing one encoding pass must agree on them.
-_ENCODING_FIELDS = ("seed", "max_texts", "batch_size", "prompt", "text_column")
+_ENCODING_FIELDS = ("seed", "max_texts", "batch_size", "prompt", "text_column", "pseudo_queries")
 
 
 def fit_projections(model_dir: str | Path, targets: Mapping[str | Path, FitOptions],
@@ -309,13 +408,26 @@ def _fit_locked(model_dir: Path, items: list[tuple[Path, FitOptions]], corpus: s
     model.config.normalize_pooled = True
     model.projection = DumpProjection(d, d)
     spectrum = None
+    pseudo = None
+    encode_seconds = None
     if needs_corpus:
-        stats = encode_stats(model, tokenizer, texts.texts, first.batch_size, first.progress)
+        pairs = None
+        if any(options.is_auto for _, options in items):
+            pairs = build_pseudo_queries(texts.texts, first.pseudo_queries, first.seed)
+            check_pseudo_queries(len(pairs))
+        started = time.perf_counter()
+        stats, kept = encode_corpus(model, tokenizer, texts.texts, first.batch_size, first.progress,
+                                    keep=None if pairs is None else pairs.indices)
+        encode_seconds = time.perf_counter() - started
         spectrum = eigendecompose(stats)
+        if pairs is not None:
+            pseudo = encode_pseudo_queries(model, tokenizer, pairs, kept, first)
     written = []
     for out_dir, options in items:
         if options.needs_corpus:
-            fitted = fit_spectral(spectrum, options)
+            fitted = fit_spectral(spectrum, options, pseudo if options.is_auto else None)
+            if fitted.auto is not None:
+                fitted.info["auto"]["corpus_encode_seconds"] = round(encode_seconds, 2)
         elif options.method is Method.EMBEDFILTER:
             fitted = fit_embedfilter(model, options)
         else:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .auto import AutoSelection
 from .spectemp import SpecTempCurve
 
 
@@ -67,17 +68,53 @@ def plot_snr(curve: SpecTempCurve, path: Path, k: int | None = None) -> Path:
     return path
 
 
-def plot_gamma(curve: SpecTempCurve, path: Path, k: int | None = None) -> Path:
-    """γ(k) for every output dimension k, with the fitted k marked."""
+def plot_gamma(curve: SpecTempCurve, path: Path, k: int | None = None, auto: AutoSelection | None = None) -> Path:
+    """γ(k) for every output dimension k, with the fitted k marked; with ``auto``, the reference rule and the
+    auto mode's γ(k) on one figure (markers: the choice at each scored k; grey: the k where auto truncates)."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     ks = np.arange(1, len(curve.gamma) + 1)
-    ax.semilogx(ks, curve.gamma, lw=1.5, label="γ(k)")
+    ax.semilogx(ks, curve.gamma, lw=1.5, label=f"γ(k), {curve.mode.value} rule")
+    gamma = curve.gamma
+    if auto is not None:
+        gamma = auto.gamma
+        ax.semilogx(ks, auto.gamma, lw=1.5, color="tab:orange", label="γ(k), auto")
+        for route, marker in (("centred", "o"), ("uncentred", "s")):
+            at = [int(g) for g in auto.ks if auto.route_at(int(g)) == route]
+            if at:
+                ax.plot(at, [auto.gamma[g - 1] for g in at], marker, color="tab:orange", mfc="none",
+                        label=f"auto: {route} map chosen")
+        prefix = np.flatnonzero(auto.routes == 2) + 1
+        if len(prefix):
+            ax.axvspan(prefix.min(), prefix.max(), color="tab:grey", alpha=0.2, label="auto: prefix truncation")
     if k is not None:
-        ax.plot([k], [curve.gamma[k - 1]], "o", color="tab:green", label=f"k = {k}: γ = {curve.gamma[k - 1]:.3f}")
+        ax.plot([k], [gamma[k - 1]], "*", ms=10, color="tab:green", label=f"k = {k}: γ = {gamma[k - 1]:.3f}")
     ax.set_ylim(-0.02, 1.02)
     _finish(fig, ax, path, xlabel="output dimension k", ylabel="γ (0 = PCA, 1 = whitening)",
             title="SpecTemp exponent γ(k)")
+    return path
+
+
+def plot_pseudo_scores(auto: AutoSelection, path: Path, dims: tuple[int, ...] = (32, 64, 128, 256)) -> Path:
+    """Auto mode's label-free score (inverse-cloze + fidelity nDCG@10) against γ at a few of the scored k:
+    solid centred, dotted uncentred, dashed prefix truncation."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    centred = [c for c in auto.candidates if c[0].isdigit()]
+    uncentred = [c for c in auto.candidates if c.startswith("u")]
+    rows = [i for i, k in enumerate(auto.ks) if int(k) in dims] or list(range(0, len(auto.ks), 3))
+    for row in rows:
+        cols = [auto.candidates.index(c) for c in centred]
+        line, = ax.plot([float(c) for c in centred], auto.scores[row, cols], lw=1.5, marker=".",
+                        label=f"k = {int(auto.ks[row])}")
+        if uncentred:
+            cols = [auto.candidates.index(c) for c in uncentred]
+            ax.plot([float(c[1:]) for c in uncentred], auto.scores[row, cols], ls=":", lw=1.5,
+                    color=line.get_color())
+        if "prefix" in auto.candidates:
+            ax.axhline(auto.scores[row, auto.candidates.index("prefix")], color=line.get_color(), ls="--", lw=1)
+    _finish(fig, ax, path, xlabel="γ", ylabel="cloze + fidelity nDCG@10",
+            title=f"Auto mode on {auto.num_queries} corpus texts (— centred, ··· uncentred, -- prefix)")
     return path
 
 

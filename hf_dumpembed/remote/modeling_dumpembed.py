@@ -38,8 +38,10 @@ class DumpEmbedOutput(ModelOutput):
 
 
 # How a fitted projection is recomposed for another output dimension k at load time (projection_info["selection"]).
-SELECTIONS = ("spectral", "band", "prefix")
+SELECTIONS = ("spectral", "band", "prefix", "auto")
 SPECTRAL_EPS = 1e-6
+# Auto mode's stored route codes (the ``routes`` buffer): index -> map used at that k.
+AUTO_ROUTES = ("centred", "uncentred", "prefix")
 
 
 def spectral_matrix(basis: torch.Tensor, eigenvalues: torch.Tensor, gamma: torch.Tensor | float, k: int,
@@ -66,7 +68,9 @@ class DumpProjection(nn.Module):
     A fitted projection may also store what recomposes it for any output dimension k (``selection``):
     ``spectral`` (SpecTemp / PCA / γ-whitening: ``basis`` = eigenvectors, ``eigenvalues``, ``gammas`` = γ(k) for
     k = 1..d), ``band`` (EmbedFilter: ``basis`` = right singular vectors of the unembedding matrix) or ``prefix``
-    (truncation; nothing stored).
+    (truncation; nothing stored) or ``auto`` (SpecTemp auto mode: the ``spectral`` buffers plus ``centre`` = the
+    corpus mean and ``routes`` = the map chosen for each k: 0 the centred spectral map, 1 the same W_k without
+    subtracting the mean, 2 prefix truncation).
     """
 
     def __init__(self, in_dim: int, out_dim: int, selection: str | None = None, eps: float = SPECTRAL_EPS) -> None:
@@ -77,18 +81,30 @@ class DumpProjection(nn.Module):
         self.eps = eps
         self.register_buffer("mean", torch.zeros(in_dim, dtype=torch.float32), persistent=True)
         self.register_buffer("matrix", torch.eye(in_dim, out_dim, dtype=torch.float32), persistent=True)
-        if selection in ("spectral", "band"):
+        if selection in ("spectral", "band", "auto"):
             self.register_buffer("basis", torch.eye(in_dim, dtype=torch.float32), persistent=True)
-        if selection == "spectral":
+        if selection in ("spectral", "auto"):
             self.register_buffer("eigenvalues", torch.zeros(in_dim, dtype=torch.float32), persistent=True)
             self.register_buffer("gammas", torch.zeros(in_dim, dtype=torch.float32), persistent=True)
+        if selection == "auto":
+            self.register_buffer("centre", torch.zeros(in_dim, dtype=torch.float32), persistent=True)
+            self.register_buffer("routes", torch.zeros(in_dim, dtype=torch.float32), persistent=True)
+
+    def route(self, k: int) -> str:
+        """The map used for output dimension ``k``: ``centred``, ``uncentred`` or ``prefix`` (auto mode's per-k
+        choice; other selections have one route for every k)."""
+        if self.selection == "auto":
+            return AUTO_ROUTES[int(self.routes[k - 1])]
+        return "prefix" if self.selection == "prefix" else "centred"
 
     def matrix_for(self, k: int) -> torch.Tensor:
         """The projection matrix for output dimension ``k`` (1..in_dim), recomposed from the stored spectrum."""
         in_dim = self.mean.shape[0]
         if not 1 <= k <= in_dim:
             raise ValueError(f"projection_dim must be between 1 and {in_dim}; got {k}.")
-        if self.selection == "spectral":
+        if self.selection == "auto" and self.route(k) == "prefix":
+            return torch.eye(in_dim, k, dtype=torch.float32, device=self.matrix.device)
+        if self.selection in ("spectral", "auto"):
             return spectral_matrix(self.basis, self.eigenvalues, self.gammas[k - 1], k, self.eps)
         if self.selection == "band":
             return band_matrix(self.basis, k)
@@ -101,12 +117,14 @@ class DumpProjection(nn.Module):
         )
 
     def select(self, k: int) -> None:
-        """Replace the stored matrix by the one for output dimension ``k``."""
+        """Replace the stored matrix (and, in auto mode, the mean) by those for output dimension ``k``."""
         matrix = self.matrix_for(k)
         if not bool(torch.isfinite(matrix).all()):
             raise ValueError(f"the projection recomposed for projection_dim={k} is not finite (a negative stored "
                              "eigenvalue or γ): the folder's spectrum is damaged; refit it.")
         self.matrix = matrix.to(self.matrix.device)
+        if self.selection == "auto":
+            self.mean = self.centre.clone() if self.route(k) == "centred" else torch.zeros_like(self.centre)
 
     def forward(self, pooled: torch.Tensor) -> torch.Tensor:
         return (pooled.to(self.matrix.dtype) - self.mean) @ self.matrix
@@ -177,7 +195,7 @@ class DumpEmbedPreTrainedModel(PreTrainedModel):
             init.eye_(module.matrix)
             if hasattr(module, "basis"):
                 init.eye_(module.basis)
-            for name in ("eigenvalues", "gammas"):
+            for name in ("eigenvalues", "gammas", "centre", "routes"):
                 if hasattr(module, name):
                     init.zeros_(getattr(module, name))
         # Backbone weights always come from the checkpoint; nothing else to initialise here.
@@ -255,8 +273,11 @@ class DumpEmbedModel(DumpEmbedPreTrainedModel):
         self.config.projection_dim = k
         info = dict(self.config.projection_info or {})
         info["dim"] = k
-        if self.projection.selection == "spectral":
+        if self.projection.selection in ("spectral", "auto"):
             info["gamma"] = float(self.projection.gammas[k - 1])
+            if self.projection.selection == "auto":
+                info["route"] = self.projection.route(k)
+                info["gamma"] = None if info["route"] == "prefix" else info["gamma"]
             if info.get("knee_fallback"):
                 info["knee"] = max(1, k // 2)
         self.config.projection_info = info

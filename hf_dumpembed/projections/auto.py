@@ -1,0 +1,245 @@
+"""SpecTemp ``auto`` mode: γ(k), centring and truncation chosen on the fit corpus itself, with no labels.
+
+Candidates at each k of a geometric grid (8, 16, 32, 64, ... below d, and d): γ-whitening for every γ of the
+grid (0..1 step 0.05, the oracle's grid) *centred* (the paper's map, y = (x − μ) W_k) and *uncentred* (the same
+W_k, y = x W_k: the corpus mean is kept), the reference rule's own γ(k), and prefix truncation. Each candidate is
+scored on m texts sampled from the corpus (their vectors come from the corpus pass) by the sum of two
+label-free nDCG@10s:
+
+- inverse cloze (Lee et al., 2019): a text's first line or sentence (`pseudo.py`) must retrieve its text among the
+  m sampled texts — rewards maps that keep texts apart (it alone drifts to whitening);
+- fidelity to the full-dimensional model: each sampled text's 10 nearest neighbours among the others under the
+  unprojected embedding are its relevant documents — rewards maps that keep the model's own similarity (it alone
+  drifts to PCA / the identity).
+
+Scores are smoothed over neighbouring k (weights 1-2-1) before the argmax, and the reference γ is kept unless
+another candidate beats it by more than ``tolerance``. Between grid points the correction γ_auto − γ_ref is
+interpolated linearly in log k; the route (centred, uncentred, prefix) is the nearest grid point's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .baselines import ORACLE_GRID
+from .linear import EIGEN_EPS
+from .pseudo import paired_ndcg_at_10
+from .stats import Spectrum
+
+REFERENCE = "reference"
+PREFIX = "prefix"
+UNCENTRED = "u"  # label prefix of the uncentred candidates, e.g. "u0.25"
+# Stored per-k route codes (DumpProjection ``routes``): centred spectral, uncentred spectral, prefix truncation.
+ROUTE_CODES = {"centred": 0, "uncentred": 1, "prefix": 2}
+MIN_GRID_K = 8
+DEFAULT_TOLERANCE = 0.0
+NEIGHBOURS = 10
+# Below this many pseudo-queries the scores are too noisy to choose from.
+MIN_PSEUDO_QUERIES = 10
+
+
+def check_pseudo_queries(count: int) -> None:
+    """A clear error when there are too few pseudo-queries to choose from."""
+    if count < MIN_PSEUDO_QUERIES:
+        raise ValueError(
+            f"only {count} pseudo-queries (distinct texts whose first line or sentence, of at least 8 letters or "
+            f"digits, can be split from the rest); the auto mode needs at least {MIN_PSEUDO_QUERIES}. Fit on more "
+            "(or longer) texts, or use --mode reference."
+        )
+
+
+def k_grid(d: int, smallest: int = MIN_GRID_K) -> np.ndarray:
+    """Output dimensions 8, 16, 32, 64, ... below d, and d."""
+    ks = {d}
+    power = smallest
+    while power < d:
+        ks.add(power)
+        power *= 2
+    return np.array(sorted(ks), dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class AutoSelection:
+    """What the auto mode measured and chose.
+
+    Attributes:
+        ks: the output dimensions scored (ascending).
+        candidates: labels: centred γ values ("0.25"), uncentred ones ("u0.25"), "reference" and "prefix".
+        cloze: (len(ks), len(candidates)) mean inverse-cloze nDCG@10 of each candidate.
+        fidelity: the same for the full-dimensional neighbours.
+        scores: cloze + fidelity; smoothed: after 1-2-1 smoothing over neighbouring k.
+        chosen: label chosen at each k of ``ks``.
+        gamma: (d,) γ_auto(k) for k = 1..d (the γ of the spectral map; kept where prefix is chosen).
+        routes: (d,) route code per k (`ROUTE_CODES`: 0 centred, 1 uncentred, 2 prefix).
+        reference_gamma: (d,) the reference rule's γ(k).
+        num_queries: texts (and pseudo-queries) scored.
+    """
+
+    ks: np.ndarray
+    candidates: list[str]
+    cloze: np.ndarray
+    fidelity: np.ndarray
+    scores: np.ndarray
+    smoothed: np.ndarray
+    chosen: list[str]
+    gamma: np.ndarray
+    routes: np.ndarray
+    reference_gamma: np.ndarray
+    num_queries: int
+    tolerance: float = DEFAULT_TOLERANCE
+
+    def route_at(self, k: int) -> str:
+        return {code: name for name, code in ROUTE_CODES.items()}[int(self.routes[k - 1])]
+
+    def summary(self) -> dict[str, object]:
+        """A JSON-able record for ``projection_info["auto"]``."""
+        ref_col = self.candidates.index(REFERENCE)
+        cols = [self.candidates.index(c) for c in self.chosen]
+        return {
+            "pseudo_queries": self.num_queries,
+            "ks": [int(k) for k in self.ks],
+            "chosen": list(self.chosen),
+            "route": [self.route_at(int(k)) for k in self.ks],
+            "gamma": [round(float(self.gamma[k - 1]), 4) for k in self.ks],
+            "reference_gamma": [round(float(self.reference_gamma[k - 1]), 4) for k in self.ks],
+            "score_chosen": [round(float(self.smoothed[i, c]), 4) for i, c in enumerate(cols)],
+            "score_reference": [round(float(s), 4) for s in self.smoothed[:, ref_col]],
+            "cloze_chosen": [round(float(self.cloze[i, c]), 4) for i, c in enumerate(cols)],
+            "fidelity_chosen": [round(float(self.fidelity[i, c]), 4) for i, c in enumerate(cols)],
+            "tolerance": self.tolerance,
+        }
+
+
+def _label(gamma: float) -> str:
+    return f"{gamma:.2f}"
+
+
+def _smooth(scores: np.ndarray) -> np.ndarray:
+    """1-2-1 weighted mean over neighbouring rows (edges: the rows that exist)."""
+    if len(scores) < 2:
+        return scores.copy()
+    padded_sum = 2 * scores
+    weights = np.full(len(scores), 2.0)
+    padded_sum[1:] += scores[:-1]
+    padded_sum[:-1] += scores[1:]
+    weights[1:] += 1
+    weights[:-1] += 1
+    return padded_sum / weights[:, None]
+
+
+def _unit_tensor(x: np.ndarray) -> torch.Tensor:
+    """Rows scaled to unit length, float32 (rankings only; twice as fast as float64)."""
+    t = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
+    return t / t.norm(dim=1, keepdim=True).clamp_min(1e-12)
+
+
+def _self_excluded_scores(documents: np.ndarray) -> torch.Tensor:
+    d = _unit_tensor(documents)
+    scores = d @ d.T
+    scores.fill_diagonal_(-torch.inf)
+    return scores
+
+
+def neighbour_labels(documents: np.ndarray, count: int = NEIGHBOURS) -> np.ndarray:
+    """(m, count) indices of each row's nearest other rows by cosine (the full-dimensional model's neighbours)."""
+    count = min(count, len(documents) - 1)
+    return torch.topk(_self_excluded_scores(documents), count, dim=1).indices.numpy()
+
+
+def fidelity_ndcg_at_10(documents: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Per-row nDCG@10 (binary relevance) of ranking the other rows of ``documents`` against ``labels``."""
+    cut = min(10, len(documents) - 1)
+    top = torch.topk(_self_excluded_scores(documents), cut, dim=1).indices
+    relevant = (top[:, :, None] == torch.from_numpy(labels)[:, None, :]).any(dim=2).numpy()
+    discounts = 1.0 / np.log2(np.arange(2, cut + 2))
+    ideal = discounts[: labels.shape[1]].sum()
+    return (relevant * discounts).sum(axis=1) / ideal
+
+
+def candidate_labels(grid: Sequence[float], prefix: bool = True, uncentred: bool = True) -> list[str]:
+    labels = [_label(float(g)) for g in grid]
+    if uncentred:
+        labels += [UNCENTRED + _label(float(g)) for g in grid]
+    return labels + [REFERENCE] + ([PREFIX] if prefix else [])
+
+
+def score_candidates(spectrum: Spectrum, queries: np.ndarray, documents: np.ndarray, ks: np.ndarray,
+                     reference_gamma: np.ndarray, labels: list[str],
+                     eps: float = EIGEN_EPS) -> tuple[np.ndarray, np.ndarray]:
+    """Mean inverse-cloze and fidelity nDCG@10 of every candidate at every k: two (len(ks), len(labels)) arrays."""
+    cloze = np.zeros((len(ks), len(labels)))
+    fidelity = np.zeros((len(ks), len(labels)))
+    neighbours = neighbour_labels(documents)
+    centred = (queries - spectrum.mean, documents - spectrum.mean)
+    for row, k in enumerate(ks):
+        k = int(k)
+        basis = spectrum.eigenvectors[:, :k]
+        rotated = {False: (centred[0] @ basis, centred[1] @ basis), True: (queries @ basis, documents @ basis)}
+        for col, label in enumerate(labels):
+            if label == PREFIX:
+                q, d = queries[:, :k], documents[:, :k]
+            else:
+                keep_mean = label.startswith(UNCENTRED)
+                gamma = float(reference_gamma[k - 1]) if label == REFERENCE else float(label.lstrip(UNCENTRED))
+                scale = (np.asarray(spectrum.eigenvalues[:k], dtype=np.float64) + eps) ** (-gamma / 2.0)
+                q, d = rotated[keep_mean][0] * scale, rotated[keep_mean][1] * scale
+            cloze[row, col] = paired_ndcg_at_10(q, d).mean()
+            fidelity[row, col] = fidelity_ndcg_at_10(d, neighbours).mean()
+    return cloze, fidelity
+
+
+def _route(label: str) -> int:
+    if label == PREFIX:
+        return ROUTE_CODES["prefix"]
+    return ROUTE_CODES["uncentred" if label.startswith(UNCENTRED) else "centred"]
+
+
+def select_auto(spectrum: Spectrum, queries: np.ndarray, documents: np.ndarray, reference_gamma: np.ndarray,
+                grid: Sequence[float] = ORACLE_GRID, prefix: bool = True, uncentred: bool = True,
+                tolerance: float = DEFAULT_TOLERANCE, ks: Sequence[int] | None = None,
+                eps: float = EIGEN_EPS) -> AutoSelection:
+    """Choose γ(k) and the route (centred, uncentred, prefix) for every k from pseudo-query vectors and their texts.
+
+    ``queries`` and ``documents`` are the unit-length pooled vectors of the pseudo-queries and of their texts
+    (row i of each is a pair). ``grid`` may be empty: with ``prefix=False`` the result is the reference rule.
+    """
+    d = spectrum.dim
+    reference_gamma = np.asarray(reference_gamma, dtype=np.float64)
+    if reference_gamma.shape != (d,):
+        raise ValueError(f"reference_gamma must hold γ(k) for k = 1..{d}; got shape {reference_gamma.shape}.")
+    if queries.shape != documents.shape or queries.ndim != 2 or queries.shape[1] != d:
+        raise ValueError(f"queries and documents must both be (m, {d}); got {queries.shape} and {documents.shape}.")
+    check_pseudo_queries(len(queries))
+    ks = k_grid(d) if ks is None else np.array(sorted({int(k) for k in ks}), dtype=np.int64)
+    labels = candidate_labels(grid, prefix, uncentred and len(grid) > 0)
+    cloze, fidelity = score_candidates(spectrum, queries, documents, ks, reference_gamma, labels, eps)
+    return choose(ks, labels, cloze, fidelity, reference_gamma, tolerance, len(queries))
+
+
+def choose(ks: np.ndarray, labels: list[str], cloze: np.ndarray, fidelity: np.ndarray, reference_gamma: np.ndarray,
+           tolerance: float = DEFAULT_TOLERANCE, num_queries: int = 0,
+           weights: tuple[float, float] = (1.0, 1.0)) -> AutoSelection:
+    """The choice from candidate scores (``select_auto``'s second half; ``weights`` of cloze and fidelity, and
+    subsets of ``labels`` with their score columns, serve the benchmark's ablations)."""
+    d = len(reference_gamma)
+    scores = weights[0] * cloze + weights[1] * fidelity
+    smoothed = _smooth(scores)
+    ref_col = labels.index(REFERENCE)
+    chosen = []
+    for row in smoothed:
+        best = int(np.argmax(row))  # first maximum: the smallest γ among ties, centred before uncentred
+        chosen.append(labels[best] if row[best] > row[ref_col] + tolerance else REFERENCE)
+    # The correction to the reference rule at each grid k, interpolated over log k.
+    delta = np.array([0.0 if c in (REFERENCE, PREFIX) else float(c.lstrip(UNCENTRED)) - reference_gamma[k - 1]
+                      for c, k in zip(chosen, ks, strict=True)])
+    all_k = np.arange(1, d + 1)
+    gamma = np.clip(reference_gamma + np.interp(np.log(all_k), np.log(ks), delta), 0.0, 1.0)
+    nearest = np.abs(np.log(all_k)[:, None] - np.log(ks)[None, :]).argmin(axis=1)
+    routes = np.array([_route(chosen[i]) for i in nearest], dtype=np.int64)
+    return AutoSelection(ks=ks, candidates=labels, cloze=cloze, fidelity=fidelity, scores=scores, smoothed=smoothed,
+                         chosen=chosen, gamma=gamma, routes=routes, reference_gamma=reference_gamma,
+                         num_queries=num_queries, tolerance=tolerance)
