@@ -1,8 +1,9 @@
 """Export a DumpEmbed folder as a stock sentence-transformers pipeline that needs no remote code.
 
 Transformer (the backbone, native model_type) -> Pooling -> Dense (the projection, when it is not the
-identity) -> Normalize. Engines that only know stock modules (e.g. TEI) can serve it. The tokenizer is copied
-unchanged, so its tokenizer.json post-processor still prepends the [DUMP] tokens.
+identity) -> Normalize. Engines that only know stock modules (e.g. TEI) can serve it. The tokenizer.json is copied
+unchanged, so its post-processor still prepends the [DUMP] tokens. The files are then rewritten in formats that
+sentence-transformers 3.x-6.x and transformers 4.x-5.x all read (see stock_compat).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from sentence_transformers.sentence_transformer.modules import Dense, Normalize,
 from .folders import staged_output
 from .remote import DumpEmbedModel
 from .st_files import DEFAULT_PROMPTS
+from .stock_compat import make_portable
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 # DumpEmbed pooling -> sentence-transformers Pooling mode (both are safe under left and right padding).
@@ -80,6 +82,7 @@ def export_stock_st(model_dir: str | Path, out_dir: str | Path, overwrite: bool 
         for name in TOKENIZER_FILES:  # ST re-saves the tokenizer; keep the original files byte for byte
             if (model_dir / name).exists():
                 shutil.copyfile(model_dir / name, staging / name)
+        make_portable(staging, stock.max_seq_length)  # formats sentence-transformers 3.x-6.x, transformers 4.x-5.x read
     return Path(out_dir)
 
 
