@@ -39,7 +39,8 @@ LEGACY_POOLING_FLAGS = {
 }
 LEGACY_DENSE_KEYS = ("in_features", "out_features", "bias", "activation_function")
 # Dense routing keys at these values are what every version assumes; anything else cannot be expressed.
-DEFAULT_DENSE_ROUTING = {"module_input_name": ("sentence_embedding",), "module_output_name": (None, "sentence_embedding")}
+DEFAULT_DENSE_ROUTING = {"module_input_name": ("sentence_embedding",),
+                         "module_output_name": (None, "sentence_embedding")}
 
 
 def _read(path: Path) -> Any:

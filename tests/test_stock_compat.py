@@ -85,7 +85,8 @@ def test_legacy_pooling_config_sets_one_flag():
 
 
 def test_legacy_dense_config_refuses_what_older_clients_would_ignore():
-    base = {"in_features": 4, "out_features": 2, "bias": True, "activation_function": "torch.nn.modules.linear.Identity"}
+    base = {"in_features": 4, "out_features": 2, "bias": True,
+            "activation_function": "torch.nn.modules.linear.Identity"}
     assert legacy_dense_config({**base, "module_input_name": "sentence_embedding", "module_output_name": None}) == base
     with pytest.raises(ValueError, match="module_input_name"):
         legacy_dense_config({**base, "module_input_name": "token_embeddings"})
@@ -102,5 +103,6 @@ def test_legacy_tokenizer_and_backbone_configs():
     assert legacy_tokenizer_config(named) == named  # the 4.x dict form is left alone
     scaled = legacy_backbone_config({"rope_parameters": {"rope_theta": 5e5, "rope_type": "llama3", "factor": 8.0}})
     assert scaled["rope_theta"] == 5e5 and scaled["rope_scaling"] == {"rope_type": "llama3", "factor": 8.0}
-    assert "rope_scaling" not in legacy_backbone_config({"rope_parameters": {"rope_theta": 1e4, "rope_type": "default"}})
+    plain = legacy_backbone_config({"rope_parameters": {"rope_theta": 1e4, "rope_type": "default"}})
+    assert plain["rope_theta"] == 1e4 and "rope_scaling" not in plain
     assert legacy_backbone_config({"model_type": "bert"}) == {"model_type": "bert"}
