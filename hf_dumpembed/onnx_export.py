@@ -7,7 +7,8 @@ of their own. The [DUMP] prefix is added by the tokenizer (its tokenizer.json po
 
 Optional artefacts: ``model_int8.onnx`` (onnxruntime dynamic int8 quantisation) and ``openvino/openvino_model.xml``
 (OpenVINO IR, f32 weights; the f32 or bf16 inference precision it was checked at is recorded in onnx_export.json).
-Every graph is run after writing and compared with the torch model; one that disagrees beyond its tolerance is not written.
+Every graph is run after writing and compared with the torch model; one that disagrees beyond its tolerance is not
+written.
 """
 
 from __future__ import annotations
