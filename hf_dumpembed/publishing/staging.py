@@ -43,9 +43,10 @@ def stage_for_repo(folder: str | Path, staging: Path, repo_id: str, source: str 
     """Copy every file of ``folder`` into ``staging`` and render the card there for ``repo_id`` when needed.
 
     ``source`` is the DumpEmbed folder of a stock export (its card is rendered from it); ``results_dir`` holds the
-    mteb results for the card's evaluation table (``results_model`` picks the model there; by default the one named
-    like ``repo_id`` or like ``staging``'s folder name, so name it after the source folder). Raises ValueError when re-rendering would silently drop the
-    evaluation table of the existing card (pass ``results_dir``) or a stock export has no ``source``.
+    mteb results for the card's evaluation table (``results_model`` picks the model there; by default the one
+    named like ``repo_id`` or like ``staging``'s folder name, so name it after the source folder). Raises
+    ValueError when re-rendering would silently drop the evaluation table of the existing card (pass
+    ``results_dir``) or a stock export has no ``source``.
     """
     folder = Path(folder)
     stage_files(folder, list_files(folder), staging)
