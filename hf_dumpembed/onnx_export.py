@@ -191,10 +191,12 @@ def onnxruntime_runner(path: Path) -> Callable[[dict[str, np.ndarray]], np.ndarr
 
 
 def quantize_int8(source: Path, target: Path) -> None:
-    """onnxruntime dynamic quantisation: int8 weights of MatMul/Gemm, activations quantised per batch at run time."""
+    """onnxruntime dynamic quantisation: int8 weights of MatMul/Gemm (one scale per output channel: one per tensor
+    lost too much, min cosine 0.88 vs 0.98 on all-MiniLM-L6-v2), activations quantised per batch at run time."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul", "Gemm"])
+    quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8, per_channel=True,
+                     op_types_to_quantize=["MatMul", "Gemm"])
 
 
 def openvino_runner(xml: Path, precision: str) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
