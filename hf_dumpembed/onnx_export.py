@@ -256,7 +256,7 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
         raise ValueError(f"{model_dir} composes a {model.config.prompt_mode!r} prompt inside the model (a data-"
                          "dependent rewrite of the token ids), which one ONNX graph cannot express; serve it with "
                          "transformers or sentence-transformers (trust_remote_code=True).")
-    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir), trust_remote_code=True)  # the folder being exported
     inputs = graph_inputs(model, tokenizer)
     graph = EmbeddingGraph(model, "token_type_ids" in inputs).eval()
     decoder = model.config.pooling == "last"

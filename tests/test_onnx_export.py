@@ -67,7 +67,7 @@ def test_encoder_graph_matches_torch(bert_dump_model, bert_onnx):
     assert "onnxruntime.InferenceSession" in readme and "add_custom_model" in readme and "openvino" in readme
     # The tokenizer config is the portable one (transformers 4.x reads it too) and still adds the prefix.
     assert "extra_special_tokens" not in json.loads((out / "tokenizer_config.json").read_text())
-    original = AutoTokenizer.from_pretrained(str(bert_dump_model))
+    original = AutoTokenizer.from_pretrained(str(bert_dump_model), trust_remote_code=True)
     assert tokenizer("hi")["input_ids"] == original("hi")["input_ids"]
 
 

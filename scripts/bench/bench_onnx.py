@@ -195,7 +195,7 @@ def main() -> None:
     model_dir = args.model or build(default_encoder_path(), work / "k4", BuildOptions(num_dump_tokens=4))
     onnx_dir = args.onnx or export_onnx(model_dir, work / "k4-onnx", int8=True, openvino=True).out_dir
     inputs = json.loads((onnx_dir / "onnx_export.json").read_text())["inputs"]
-    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir), trust_remote_code=True)
     runs = runners(Path(model_dir), Path(onnx_dir), args.threads)
 
     texts = stdlib_docstrings(args.texts)
