@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import transformers
@@ -13,7 +12,7 @@ MIN_TRANSFORMERS = (5, 20)
 
 def check_transformers_version(version: str = transformers.__version__) -> None:
     """Raise ImportError naming the needed version when ``version`` is older than ``MIN_TRANSFORMERS``."""
-    found = tuple(int(part) for part in re.findall(r"\d+", version)[:2])
+    found = tuple(int("".join(c for c in part if c.isdigit()) or 0) for part in version.split(".")[:2])
     if found < MIN_TRANSFORMERS:
         need = ".".join(map(str, MIN_TRANSFORMERS))
         raise ImportError(
