@@ -113,8 +113,8 @@ def record_tables(result: dict) -> list[Table]:
         rows.append([name, f"torch {versions['torch']}, tokenizers {versions['tokenizers']}",
                      ", ".join(row["modules"]), row["max_abs_diff"],
                      "ok" if row["ok"] else ("wrong [DUMP] prefix" if not row["prefix_ok"] else "vectors differ")])
-    return [Table(columns=["client", "also installed", "modules loaded", "max |Δ| vs DumpEmbed", "result"],
-                  rows=rows, formats={"max |Δ| vs DumpEmbed": ".1e"},
+    return [Table(columns=["client", "also installed", "modules loaded", "max abs diff vs DumpEmbed", "result"],
+                  rows=rows, formats={"max abs diff vs DumpEmbed": ".1e"},
                   caption=f"{len(TEXTS)} texts (1 to ~130 tokens); tolerance {TOLERANCE:g}")]
 
 
