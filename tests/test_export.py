@@ -25,7 +25,7 @@ def test_identity_projection_exports_without_dense(bert_dump_model, tmp_path):
     assert json.loads((out / "config.json").read_text())["model_type"] == "bert"  # native backbone, no auto_map
     assert "auto_map" not in json.loads((out / "config.json").read_text())
     assert not list(out.glob("*.py")) and not (out / "README.md").exists()
-    assert json.loads((out / "1_Pooling" / "config.json").read_text())["pooling_mode"] == "cls"
+    assert json.loads((out / "1_Pooling" / "config.json").read_text())["pooling_mode_cls_token"] is True
     # The tokenizer is the DumpEmbed one, byte for byte: the prefix is still there.
     assert (out / "tokenizer.json").read_bytes() == (bert_dump_model / "tokenizer.json").read_bytes()
 

@@ -94,13 +94,15 @@ def test_stock_export_to_a_branch_replaces_stale_files(publishable, hub, tmp_pat
     hub.repos["acme/tiny-dump"] = Repo(private=False)  # as left by an earlier push of the DumpEmbed folder
     hub.repos["acme/tiny-dump"].branches["main"].update(_files(publishable))
     stock = export_stock_st(publishable, tmp_path / "stock")
-    with pytest.raises(PublishRefused, match="no model card README.md"):  # export-st writes no card
-        push_folder(stock, "acme/tiny-dump", branch="stock")
-    write_card(stock, model_id="acme/tiny-dump", source=publishable)
+    with pytest.raises(ValueError, match="stock export whose card must be rendered .*pass --source"):
+        push_folder(stock, "acme/tiny-dump", branch="stock")  # export-st writes no card; push renders it from MODEL
     result = push_folder(stock, "acme/tiny-dump", branch="stock", source=publishable)
     assert result.report.kind.value == "stock"
     assert any("vs the source DumpEmbed folder" in line for line in result.report.passed)
-    assert hub.files("acme/tiny-dump", "stock") == {".gitattributes": GITATTRIBUTES, **_files(stock)}
+    assert not (stock / "README.md").exists()  # rendered in the staged copy only
+    sent = hub.files("acme/tiny-dump", "stock")
+    assert sent == {".gitattributes": GITATTRIBUTES, "README.md": sent["README.md"], **_files(stock)}
+    assert 'SentenceTransformer("acme/tiny-dump")' in sent["README.md"].decode()
     assert "modeling_dumpembed.py" in result.deleted and "plots/spectrum.png" in result.deleted
     assert hub.files("acme/tiny-dump") == {".gitattributes": GITATTRIBUTES, **_files(publishable)}  # main untouched
     assert result.commit_sha == hub.repos["acme/tiny-dump"].commits[-1]["oid"]
@@ -115,8 +117,6 @@ def test_stock_export_to_a_branch_replaces_stale_files(publishable, hub, tmp_pat
         (lambda f: (f / "plots" / "raw.csv").write_text("1,2"), "acme/tiny-dump", "stray files .*plots/raw.csv"),
         (lambda f: (f / "modeling_dumpembed.py").unlink(), "acme/tiny-dump",
          "remote code files .* missing: modeling_dumpembed.py"),
-        (lambda f: (f / "README.md").unlink(), "acme/tiny-dump", "no model card README.md"),
-        (lambda f: None, "acme/elsewhere", "card's usage snippets load 'acme/tiny-dump', not 'acme/elsewhere'"),
     ],
 )
 def test_broken_folder_is_refused_before_any_request(publishable, hub, tmp_path, breakage, repo, message):
@@ -126,6 +126,31 @@ def test_broken_folder_is_refused_before_any_request(publishable, hub, tmp_path,
         push_folder(folder, repo)
     assert "Nothing was uploaded" in str(refused.value)
     assert hub.requests == []
+
+
+def test_push_of_a_freshly_built_folder_needs_no_other_command(bert_dump_model, no_token, tmp_path, capsys):
+    """`build` then `push --dry-run`: the card is rendered for the repo in the staged copy; the folder is untouched."""
+    before = _files(bert_dump_model)
+    stage = tmp_path / "stage"
+    main(["push", str(bert_dump_model), "acme/fresh", "--dry-run", "--stage-dir", str(stage)])
+    out = capsys.readouterr().out
+    assert "model card rendered for the target repo" in out and "FAIL" not in out
+    assert _files(bert_dump_model) == before
+    card = (stage / "README.md").read_text()
+    assert 'SentenceTransformer("acme/fresh", trust_remote_code=True' in card
+    assert {path: content for path, content in _files(stage).items() if path != "README.md"} == {
+        path: content for path, content in before.items() if path != "README.md"}
+
+
+def test_a_card_for_the_repo_is_kept_and_an_evaluation_table_is_not_dropped(publishable, no_token, tmp_path):
+    kept = push_folder(publishable, "acme/tiny-dump", dry_run=True, staging_dir=tmp_path / "a")
+    assert "model card kept for the target repo" in kept.report.passed[0]
+    assert (tmp_path / "a" / "README.md").read_bytes() == (publishable / "README.md").read_bytes()
+    folder = copy_model(publishable, tmp_path / "evaluated")
+    card = folder / "README.md"
+    card.write_text(card.read_text() + "\n## Evaluation\n\n| task | nDCG@10 |\n|---|---|\n| PyFAQ | 0.5 |\n")
+    with pytest.raises(ValueError, match="evaluation table.*pass --results DIR"):
+        push_folder(folder, "acme/elsewhere", dry_run=True)
 
 
 def test_a_folder_that_does_not_load_is_refused(publishable, hub, tmp_path, capsys):

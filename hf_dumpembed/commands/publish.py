@@ -10,17 +10,21 @@ DESCRIPTION = """\
 Publish MODEL (a DumpEmbed folder, or its stock export from `hf-dumpembed export-st`) to the Hub as REPO_ID.
 
 Before any network request the folder is checked as a user would receive it: the files that would be uploaded
-are staged in a fresh folder and loaded in a new Python process where hf_dumpembed is not importable, through
+are copied to a fresh folder (MODEL itself is never modified) and loaded in a new Python process where
+hf_dumpembed is not importable, through
 AutoModel and SentenceTransformer (trust_remote_code=True; False for a stock export), and the vectors must agree
 (also across encode_query / encode_document and batching). The folder must hold only safetensors weights (no
 .bin/.pt/.pkl), its remote code, tokenizer and sentence-transformers files and a model card README.md with front
-matter whose snippets load REPO_ID (`hf-dumpembed card MODEL --model-id REPO_ID`); plots/*.png and the training
-side files (training/config.yaml, environment.json, data_files.json) are allowed, anything else is refused as a
-stray file. Only regular files inside MODEL are staged: symbolic links, hard links shared with files outside it and
-special files are refused; every file is checked by content (safetensors by its header, JSON/YAML by parsing, PNG
-by signature, no pickle or zip archive under any name), and a file that looks like it holds a credential (Hugging
-Face, GitHub, AWS, OpenAI tokens, private keys, password assignments) is refused. A failed check prints the report
-and uploads nothing.
+matter whose snippets load REPO_ID; plots/*.png and the training side files (training/config.yaml,
+environment.json, data_files.json) are allowed, anything else is refused as a stray file. Only regular files inside
+MODEL are staged: symbolic links, hard links shared with files outside it and special files are refused; every file
+is checked by content (safetensors by its header, JSON/YAML by parsing, PNG by signature, no pickle or zip archive
+under any name), and a file that looks like it holds a credential (Hugging Face, GitHub, AWS, OpenAI tokens, private
+keys, password assignments) is refused. A failed check prints the report and uploads nothing.
+
+The card is rendered in the copy for REPO_ID when MODEL has none or its snippets load another id (a card that
+already loads REPO_ID is uploaded as it is). If the old card shows an evaluation table, give --results DIR again;
+a stock export's card needs --source MODEL.
 
 Then the repo is created (if missing), the branch too (--branch), and the staged files are committed as one
 commit; files on that branch that the folder no longer has are deleted in the same commit (.gitattributes is
@@ -30,9 +34,8 @@ kept). The commit sha is printed: pin it as revision= in your code, in the card 
 The token comes from HF_TOKEN or the saved login (`hf auth login`); it is never printed or written. --dry-run
 needs no token and no network: it runs the checks, stages the files and lists them (size, sha256).
 
-Stock export: render its card with `hf-dumpembed card STOCK --model-id REPO_ID --source MODEL`, then push it to its
-own repo or to a branch of the model's repo (--branch stock). With --source MODEL its vectors must also equal those
-of the DumpEmbed folder it was exported from.
+Stock export: push it with --source MODEL (the DumpEmbed folder it came from) to its own repo or to a branch of
+the model's repo (--branch stock); its card is rendered from MODEL, and its vectors must equal MODEL's.
 """
 
 
@@ -48,6 +51,8 @@ def _push(args: argparse.Namespace) -> None:
         dry_run=args.dry_run,
         source=args.source,
         staging_dir=args.stage_dir,
+        results_dir=args.results,
+        results_model=args.results_model,
     )
     say(result.report.describe())
     if args.dry_run:
@@ -83,6 +88,10 @@ def register(commands: argparse._SubParsersAction) -> None:
                       help="check and stage only: list the files (size, sha256); no token, no network")
     push.add_argument("--source", default=None, metavar="MODEL",
                       help="for a stock export: the DumpEmbed folder it came from, whose vectors it must equal")
+    push.add_argument("--results", default=None, metavar="DIR",
+                      help="mteb results for the card's evaluation table, when push renders the card")
+    push.add_argument("--results-model", default=None, metavar="NAME",
+                      help="which model's results to show when DIR holds several (as for `card`)")
     push.add_argument("--stage-dir", default=None, metavar="DIR",
                       help="stage the files here (an empty or new folder) instead of a temporary folder")
     push.set_defaults(func=_push)

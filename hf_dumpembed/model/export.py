@@ -1,8 +1,9 @@
 """Export a DumpEmbed folder as a stock sentence-transformers pipeline that needs no remote code.
 
 Transformer (the backbone, native model_type) -> Pooling -> Dense (the projection, when it is not the
-identity) -> Normalize. Engines that only know stock modules (e.g. TEI) can serve it. The tokenizer is copied
-unchanged, so its tokenizer.json post-processor still prepends the [DUMP] tokens.
+identity) -> Normalize. Engines that only know stock modules (e.g. TEI) can serve it. The tokenizer.json is copied
+unchanged, so its post-processor still prepends the [DUMP] tokens. The files are then rewritten in formats that
+sentence-transformers 3.x-6.x and transformers 4.x-5.x all read (see stock_compat).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from .._utils.folders import check_output_dir, staged_output
 from ..remote import DumpEmbedModel
 from .folder_check import require_dumpembed_folder
 from .st_files import DEFAULT_PROMPTS
+from .stock_compat import make_portable
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 # DumpEmbed pooling -> sentence-transformers Pooling mode (both are safe under left and right padding).
@@ -108,6 +110,7 @@ def _export(model_dir: Path, out_dir: str | Path, overwrite: bool, check: Callab
         for name in TOKENIZER_FILES:  # ST re-saves the tokenizer; keep the original files byte for byte
             if (model_dir / name).exists():
                 shutil.copyfile(model_dir / name, staging / name)
+        make_portable(staging, stock.max_seq_length)  # formats sentence-transformers 3.x-6.x, transformers 4.x-5.x read
         if check is not None:
             check(staging)
     return Path(out_dir)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .._utils.hashing import sha256_file
 from .checks import FolderReport, PublishRefused, check_folder
+from .staging import stage_for_repo
 
 logger = logging.getLogger(__name__)
 
@@ -100,6 +101,8 @@ def push_folder(
     source: str | Path | None = None,
     staging_dir: str | Path | None = None,
     endpoint: str | None = None,
+    results_dir: str | Path | None = None,
+    results_model: str | None = None,
 ) -> PushResult:
     """Check ``folder``, stage it, and (unless ``dry_run``) upload it as one commit to ``repo_id``.
 
@@ -113,6 +116,10 @@ def push_folder(
         dry_run: stop after staging: no token, no network; the staging folder is kept for inspection.
         staging_dir: where to stage (must be empty or absent); default a temporary folder.
         endpoint: the Hub URL (default: huggingface_hub's, i.e. ``HF_ENDPOINT``).
+        results_dir, results_model: mteb results for the card's evaluation table, when the card is rendered.
+
+    The folder is first copied and its card rendered there for ``repo_id`` when it is missing or loads another id
+    (``folder`` itself is never modified); every check then runs on that copy.
 
     Raises:
         PublishRefused: a check failed (nothing was sent).
@@ -131,9 +138,16 @@ def push_folder(
     else:
         staging = Path(tempfile.mkdtemp(prefix="hf-dumpembed-push-"))
     keep_staging = False
+    copy_root = Path(tempfile.mkdtemp(prefix="hf-dumpembed-copy-"))
     try:
-        report, files = check_folder(folder, source=source, staging=staging, repo_id=repo_id,
+        copy = copy_root / Path(folder).resolve().name  # same name: the card finds results filed under it
+        copy.mkdir()
+        card = stage_for_repo(folder, copy, repo_id, source=source, results_dir=results_dir,
+                              results_model=results_model)
+        report, files = check_folder(copy, source=source, staging=staging, repo_id=repo_id,
                                      link_weights=staging_dir is None and not dry_run)  # a kept staging gets copies
+        report.folder = Path(folder)
+        report.passed.insert(0, card.describe())
         if not report.ok:
             raise PublishRefused(report)
         result = PushResult(repo_id=repo_id, branch=branch or "main", files=describe_staging(staging, files),
@@ -146,6 +160,7 @@ def push_folder(
         result.staging_dir = None
         return result
     finally:
+        shutil.rmtree(copy_root, ignore_errors=True)
         if staging_dir is None and not keep_staging:
             shutil.rmtree(staging, ignore_errors=True)
 

@@ -4,8 +4,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from transformers import AutoConfig, PreTrainedConfig
-from transformers.configuration_utils import SubConfigSpec
+import transformers
+
+# Oldest transformers this code runs on: SubConfigSpec (the backbone sub-config) appeared in 5.20.
+MIN_TRANSFORMERS = (5, 20)
+
+
+def check_transformers_version(version: str = transformers.__version__) -> None:
+    """Raise ImportError naming the needed version when ``version`` is older than ``MIN_TRANSFORMERS``."""
+    found = tuple(int("".join(c for c in part if c.isdigit()) or 0) for part in version.split(".")[:2])
+    if found < MIN_TRANSFORMERS:
+        need = ".".join(map(str, MIN_TRANSFORMERS))
+        raise ImportError(
+            f"This DumpEmbed model's code needs transformers >= {need}; transformers {version} is installed. "
+            f"Upgrade with pip install -U 'transformers>={need}', or load the model's stock export (no remote "
+            "code; made with `hf-dumpembed export-st`), which transformers 4.57+ and sentence-transformers 3.4+ read."
+        )
+
+
+check_transformers_version()
+
+from transformers import AutoConfig, PreTrainedConfig  # noqa: E402
+from transformers.configuration_utils import SubConfigSpec  # noqa: E402
 
 POOLING_MODES = ("cls", "last", "mean", "mean_no_dump")
 PROMPT_MODES = ("prompteol", "echo")

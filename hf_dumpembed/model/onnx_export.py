@@ -1,0 +1,305 @@
+"""Export a DumpEmbed model as one ONNX graph (tokenizer output -> backbone -> pooling -> projection -> L2).
+
+The graph takes ``input_ids``, ``attention_mask`` (and ``token_type_ids`` when the backbone uses them), with dynamic
+batch and sequence axes, and returns ``sentence_embedding``: the vectors the model gives through transformers or
+sentence-transformers, so ONNX-only runtimes (onnxruntime, fastembed, OpenVINO) need no pooling or projection code
+of their own. The [DUMP] prefix is added by the tokenizer (its tokenizer.json post-processor), as everywhere else.
+
+Optional artefacts: ``model_int8.onnx`` (onnxruntime dynamic int8 quantisation) and ``openvino/openvino_model.xml``
+(OpenVINO IR, f32 weights; the f32 or bf16 inference precision it was checked at is recorded in onnx_export.json).
+Every graph is run after writing and compared with the torch model; one that disagrees beyond its tolerance is not
+written.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import logging
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from .._utils.folders import staged_output
+from ..remote import DumpEmbedModel
+from .stock_compat import legacy_tokenizer_config
+
+logger = logging.getLogger(__name__)
+
+ONNX_FILE = "model.onnx"
+INT8_FILE = "model_int8.onnx"
+OPENVINO_DIR = "openvino"
+OPENVINO_FILE = "openvino_model.xml"
+MANIFEST_FILE = "onnx_export.json"
+OUTPUT_NAME = "sentence_embedding"
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+OPENVINO_PRECISIONS = ("f32", "bf16")
+OPSET = 18
+# Largest single-file ONNX protobuf; bigger graphs keep their weights in model.onnx.data next to it.
+SINGLE_FILE_LIMIT = 1_800_000_000
+
+# Parity: fp32 graphs must match to an absolute tolerance; int8 and bf16 change the arithmetic by design, so they
+# are held to a minimum cosine similarity with the torch vectors (their max |Δ| is printed too).
+FP32_TOLERANCE = 1e-4
+MIN_COSINE = {"int8": 0.95, "bf16": 0.99}
+PARITY_TEXTS = (
+    "A man is eating food.",
+    "How do I read a file line by line in Python?",
+    "Retrieval models map queries and documents into one vector space, where nearness means relevance. Dense "
+    "retrieval ranks passages by the cosine similarity of their embeddings, so long inputs matter too.",
+    "x",
+    "The quick brown fox jumps over the lazy dog.",
+)
+
+EXTRAS = {"onnx": ("onnx", "onnxruntime", "onnxscript"), "openvino": ("openvino",)}
+
+
+def require(extra: str) -> None:
+    """Import the packages of the ``extra`` install option or raise ImportError saying how to install them."""
+    missing = []
+    for module in EXTRAS[extra]:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            missing.append(module)
+    if missing:
+        raise ImportError(f"{', '.join(missing)} not installed: the {extra} export needs them. Install with "
+                          f"pip install 'hf_dumpembed[{extra}]'")
+
+
+class EmbeddingGraph(nn.Module):
+    """What gets exported: the DumpEmbed forward minus its Python-side checks, in traceable tensor ops.
+
+    Position ids count from each row's first real token (as the model does under left padding; under right padding
+    they equal the defaults for every real token), so the same graph serves both padding sides.
+    """
+
+    def __init__(self, model: DumpEmbedModel, use_token_type_ids: bool) -> None:
+        super().__init__()
+        self.model = model
+        self.use_token_type_ids = use_token_type_ids
+        self.takes_position_ids = "position_ids" in inspect.signature(model.backbone.forward).parameters
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        kwargs = {}
+        if self.takes_position_ids:
+            kwargs["position_ids"] = (attention_mask.long().cumsum(dim=1) - 1).clamp(min=0)
+        if self.use_token_type_ids:
+            kwargs["token_type_ids"] = token_type_ids
+        outputs = self.model.backbone(input_ids=input_ids, attention_mask=attention_mask, return_dict=True, **kwargs)
+        return self.model.head(self.model.pool(outputs.last_hidden_state, attention_mask))
+
+
+@dataclass
+class Parity:
+    """One exported graph compared with the torch model on the same batches."""
+
+    name: str
+    max_abs_diff: float
+    min_cosine: float
+    tolerance: str
+    ok: bool
+
+    def describe(self) -> str:
+        verdict = "ok  " if self.ok else "FAIL"
+        return (f"  {verdict} {self.name:<28} max |Δ| {self.max_abs_diff:.1e}  min cosine {self.min_cosine:.6f}  "
+                f"({self.tolerance})")
+
+
+@dataclass
+class OnnxExport:
+    """What ``export_onnx`` wrote: the folder, the graph inputs, and the parity of each artefact."""
+
+    out_dir: Path
+    inputs: list[str]
+    dimension: int
+    files: list[str] = field(default_factory=list)
+    parity: list[Parity] = field(default_factory=list)
+
+    def describe(self) -> str:
+        lines = [f"Parity with the torch model ({len(PARITY_TEXTS)} texts; right padding"
+                 f"{' and left padding' if any('left' in p.name for p in self.parity) else ''}):"]
+        return "\n".join(lines + [p.describe() for p in self.parity])
+
+
+def compare(name: str, reference: np.ndarray, vectors: np.ndarray, kind: str) -> Parity:
+    """Max |Δ| and min cosine of ``vectors`` against ``reference``; NaN or inf anywhere is a failure."""
+    finite = bool(np.isfinite(vectors).all()) and vectors.shape == reference.shape
+    if finite:
+        diff = float(np.abs(vectors - reference).max())
+        norms = np.linalg.norm(vectors, axis=1) * np.linalg.norm(reference, axis=1)
+        cosine = float(((vectors * reference).sum(axis=1) / np.maximum(norms, 1e-12)).min())
+    else:
+        diff, cosine = float("nan"), float("nan")
+    if kind in MIN_COSINE:
+        ok = finite and cosine >= MIN_COSINE[kind]
+        tolerance = f"min cosine >= {MIN_COSINE[kind]}"
+    else:
+        ok = finite and diff <= FP32_TOLERANCE
+        tolerance = f"max |Δ| <= {FP32_TOLERANCE:g}"
+    return Parity(name, diff, cosine, tolerance, ok)
+
+
+def graph_inputs(model: DumpEmbedModel, tokenizer) -> list[str]:
+    """input_ids, attention_mask, and token_type_ids when both the tokenizer and the backbone use them."""
+    names = ["input_ids", "attention_mask"]
+    backbone_takes = "token_type_ids" in inspect.signature(model.backbone.forward).parameters
+    if backbone_takes and "token_type_ids" in tokenizer.model_input_names:
+        names.append("token_type_ids")
+    return names
+
+
+def tokenize(tokenizer, texts: Sequence[str], inputs: list[str], padding_side: str = "right") -> dict[str, np.ndarray]:
+    """The graph's inputs for ``texts`` as int64 numpy arrays (padded on ``padding_side``)."""
+    tokenizer.padding_side = padding_side
+    batch = tokenizer(list(texts), padding=True, truncation=True, return_tensors="np")
+    return {name: batch[name].astype(np.int64) for name in inputs}
+
+
+def torch_vectors(model: DumpEmbedModel, batch: dict[str, np.ndarray]) -> np.ndarray:
+    """The model's own forward (prefix check included) on ``batch``."""
+    with torch.inference_mode():
+        tensors = {name: torch.from_numpy(value) for name, value in batch.items()}
+        return model(**tensors).sentence_embedding.float().numpy()
+
+
+def export_graph(graph: EmbeddingGraph, example: dict[str, np.ndarray], path: Path) -> None:
+    """torch.onnx.export (the dynamo exporter) with dynamic batch and sequence axes, output ``sentence_embedding``."""
+    batch, sequence = torch.export.Dim("batch"), torch.export.Dim("sequence")
+    args = tuple(torch.from_numpy(value) for value in example.values())
+    with torch.inference_mode():
+        program = torch.onnx.export(
+            graph, args, dynamo=True, opset_version=OPSET, input_names=list(example), output_names=[OUTPUT_NAME],
+            dynamic_shapes={name: {0: batch, 1: sequence} for name in example}, optimize=True,
+        )
+    size = sum(p.numel() * p.element_size() for p in graph.parameters())
+    program.save(str(path), external_data=size > SINGLE_FILE_LIMIT)
+
+
+def onnxruntime_runner(path: Path) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return lambda batch: session.run([OUTPUT_NAME], batch)[0]
+
+
+def quantize_int8(source: Path, target: Path) -> None:
+    """onnxruntime dynamic quantisation: int8 weights of MatMul/Gemm (one scale per output channel: one per tensor
+    lost too much, min cosine 0.88 vs 0.98 on all-MiniLM-L6-v2), activations quantised per batch at run time."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8, per_channel=True,
+                     op_types_to_quantize=["MatMul", "Gemm"])
+
+
+def openvino_runner(xml: Path, precision: str) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
+    """Compile the IR for CPU at ``precision`` (explicit: OpenVINO picks bf16 by itself on CPUs that have it)."""
+    import openvino
+
+    compiled = openvino.Core().compile_model(str(xml), "CPU", {"INFERENCE_PRECISION_HINT": precision})
+    return lambda batch: compiled(batch)[compiled.output(OUTPUT_NAME)]
+
+
+def convert_openvino(onnx_path: Path, xml: Path) -> None:
+    """OpenVINO IR with f32 weights (the inference precision is chosen when compiling it)."""
+    import openvino
+
+    model = openvino.convert_model(str(onnx_path))
+    xml.parent.mkdir(parents=True, exist_ok=True)
+    openvino.save_model(model, str(xml), compress_to_fp16=False)
+
+
+def check_parity(name: str, kind: str, run: Callable[[dict[str, np.ndarray]], np.ndarray],
+                 batches: dict[str, dict[str, np.ndarray]], references: dict[str, np.ndarray]) -> list[Parity]:
+    """One Parity per batch (right padding, left padding for decoders, a single text); NaN-safe."""
+    results = []
+    for side, batch in batches.items():
+        results.append(compare(f"{name} ({side})", references[side], run(batch), kind))
+    return results
+
+
+def write_tokenizer_files(model_dir: Path, out_dir: Path) -> None:
+    """The model's tokenizer files; tokenizer_config.json in the form transformers 4.x and 5.x both read."""
+    for name in TOKENIZER_FILES:
+        if (model_dir / name).exists():
+            shutil.copyfile(model_dir / name, out_dir / name)
+    config_path = out_dir / "tokenizer_config.json"
+    if config_path.exists():
+        config = legacy_tokenizer_config(json.loads(config_path.read_text()))
+        config_path.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n")
+
+
+def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = False, openvino: bool = False,
+                precision: str = "f32", overwrite: bool = False) -> OnnxExport:
+    """Write ``out_dir``: model.onnx (+ model_int8.onnx, openvino/), tokenizer files, README.md, onnx_export.json.
+
+    Raises ValueError (nothing written) when a graph's vectors disagree with the torch model beyond tolerance, or for
+    a model that composes a prompt inside its forward (not expressible as one static graph).
+    """
+    require("onnx")
+    if openvino:
+        require("openvino")
+    if precision not in OPENVINO_PRECISIONS:
+        raise ValueError(f"precision must be one of {OPENVINO_PRECISIONS}; got {precision!r}.")
+    from transformers import AutoTokenizer
+
+    model_dir = Path(model_dir)
+    model = DumpEmbedModel.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="sdpa").eval()
+    if model.config.prompt_mode is not None:
+        raise ValueError(f"{model_dir} composes a {model.config.prompt_mode!r} prompt inside the model (a data-"
+                         "dependent rewrite of the token ids), which one ONNX graph cannot express; serve it with "
+                         "transformers or sentence-transformers (trust_remote_code=True).")
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir), trust_remote_code=True)  # the folder being exported
+    inputs = graph_inputs(model, tokenizer)
+    graph = EmbeddingGraph(model, "token_type_ids" in inputs).eval()
+    decoder = model.config.pooling == "last"
+    batches = {"right padding": tokenize(tokenizer, PARITY_TEXTS, inputs, "right")}
+    if decoder:
+        batches["left padding"] = tokenize(tokenizer, PARITY_TEXTS, inputs, "left")
+    batches["one text"] = tokenize(tokenizer, PARITY_TEXTS[:1], inputs)
+    references = {side: torch_vectors(model, batch) for side, batch in batches.items()}
+    result = OnnxExport(out_dir=Path(out_dir), inputs=inputs, dimension=int(references["right padding"].shape[1]))
+
+    def accept(parities: list[Parity]) -> None:
+        result.parity += parities
+        for parity in parities:
+            logger.info("%s", parity.describe().strip())
+        failed = [p for p in parities if not p.ok]
+        if failed:
+            raise ValueError("the exported graph does not reproduce the model's vectors, so nothing was written:\n"
+                             + result.describe())
+
+    with staged_output(out_dir, overwrite=overwrite) as staging:
+        logger.info("Exporting %s to ONNX (inputs %s) ...", model_dir, ", ".join(inputs))
+        export_graph(graph, tokenize(tokenizer, PARITY_TEXTS[:2], inputs), staging / ONNX_FILE)
+        accept(check_parity("onnxruntime fp32", "fp32", onnxruntime_runner(staging / ONNX_FILE), batches, references))
+        if int8:
+            quantize_int8(staging / ONNX_FILE, staging / INT8_FILE)
+            accept(check_parity("onnxruntime int8", "int8", onnxruntime_runner(staging / INT8_FILE), batches,
+                                references))
+        if openvino:
+            xml = staging / OPENVINO_DIR / OPENVINO_FILE
+            convert_openvino(staging / ONNX_FILE, xml)
+            kind = "bf16" if precision == "bf16" else "fp32"
+            accept(check_parity(f"OpenVINO {precision}", kind, openvino_runner(xml, precision), batches, references))
+        write_tokenizer_files(model_dir, staging)
+        manifest = {
+            "source": str(model_dir.resolve()), "inputs": inputs, "output": OUTPUT_NAME,
+            "dimension": result.dimension, "pooling": model.config.pooling, "normalized": bool(model.config.normalize),
+            "num_dump_tokens": model.config.num_dump_tokens, "opset": OPSET, "torch": torch.__version__,
+            "openvino_precision": precision if openvino else None,
+            "parity": [asdict(p) for p in result.parity],
+        }
+        (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
+        from .onnx_readme import render_readme
+
+        (staging / "README.md").write_text(render_readme(model_dir, manifest, staging))
+        result.files = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
+    return result

@@ -1,0 +1,67 @@
+"""Stage a copy of a model folder for upload, with its model card rendered for the target repo id.
+
+The source folder is never modified: weights are hard-linked (or copied), every other file is copied, and the card
+(README.md) is (re-)rendered in the copy when it is missing or its snippets load another id than the repo pushed to.
+A card that already loads the repo id is kept byte for byte (it may pin a revision or show an evaluation table).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .checks import FolderKind, card_model_id, folder_kind, list_files, stage_files
+
+EVALUATION_HEADING = re.compile(r"^## Evaluation\s*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class StagedCard:
+    """What happened to the card in the staged copy: ``kept`` or ``rendered`` (with the reason)."""
+
+    action: str
+    reason: str
+
+    def describe(self) -> str:
+        return f"model card {self.action} for the target repo ({self.reason})"
+
+
+def card_needs_rendering(folder: Path, repo_id: str) -> str | None:
+    """Why the card in ``folder`` must be rendered for ``repo_id`` (None when it already loads ``repo_id``)."""
+    card = folder / "README.md"
+    if not card.exists():
+        return "the folder has no README.md"
+    loads = card_model_id(card.read_text())
+    if loads != repo_id:
+        return f"its snippets loaded {loads!r}" if loads else "it had no usage snippets"
+    return None
+
+
+def stage_for_repo(folder: str | Path, staging: Path, repo_id: str, source: str | Path | None = None,
+                   results_dir: str | Path | None = None, results_model: str | None = None) -> StagedCard:
+    """Copy every file of ``folder`` into ``staging`` and render the card there for ``repo_id`` when needed.
+
+    ``source`` is the DumpEmbed folder of a stock export (its card is rendered from it); ``results_dir`` holds the
+    mteb results for the card's evaluation table (``results_model`` picks the model there; by default the one
+    named like ``repo_id`` or like ``staging``'s folder name, so name it after the source folder). Raises
+    ValueError when re-rendering would silently drop the evaluation table of the existing card (pass
+    ``results_dir``) or a stock export has no ``source``.
+    """
+    folder = Path(folder)
+    stage_files(folder, list_files(folder), staging)
+    reason = card_needs_rendering(staging, repo_id)
+    if reason is None:
+        return StagedCard("kept", f"it already loads {repo_id}")
+    old = staging / "README.md"
+    if results_dir is None and old.exists() and EVALUATION_HEADING.search(old.read_text()):
+        raise ValueError(f"the card of {folder} shows an evaluation table, and rendering it for {repo_id} needs the "
+                         f"results again: pass --results DIR (as given to `hf-dumpembed card`).")
+    if folder_kind(staging) is FolderKind.STOCK and source is None:
+        raise ValueError(f"{folder} is a stock export whose card must be rendered for {repo_id} ({reason}): pass "
+                         "--source with the DumpEmbed folder it was exported from.")
+    from ..model.card import write_card
+
+    old.unlink(missing_ok=True)  # a copy, never the source folder's file (see stage_files)
+    write_card(staging, model_id=repo_id, results_dir=results_dir, results_model=results_model, source=source)
+    return StagedCard("rendered", reason)

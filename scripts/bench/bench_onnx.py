@@ -1,0 +1,225 @@
+"""CPU serving: the torch model vs its ONNX export in onnxruntime (fp32, int8) and OpenVINO (f32, bf16), one run.
+
+Model: DumpEmbed K=4 on the embedded all-MiniLM-L6-v2 (`hf-dumpembed build embedded:encoder`), exported with
+`hf-dumpembed export-onnx --int8 --openvino` (or give --model / --onnx for other folders). Every runtime gets the
+same tokenized batches (texts sorted by length, as sentence-transformers batches them; tokenization is not timed):
+
+* speed: first paragraphs of CPython stdlib docstrings; each repeat runs every runtime over all texts in a rotated
+  order; medians over repeats and the ratio of torch's median time to each runtime's (speed-up, same run);
+* quality: nDCG@10 (mteb's metric code) on the held-out collections (StdlibCode, PyFAQ, ManPages under
+  --data-dir), each runtime's vectors vs torch's: relative change, and the minimum cosine between the two.
+
+    python scripts/bench/bench_onnx.py --texts 1000 --repeats 5 --output runs/bench_onnx.json
+
+It writes its BENCHMARKS.md section record (scripts/bench/results/onnx.json) when it finishes; --record-only
+rewrites that record's tables from an existing --output file without measuring anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_encode import stdlib_docstrings  # noqa: E402
+from benchmarks import Table, command_line, write_record  # noqa: E402
+
+from hf_dumpembed._utils.machine import machine_info  # noqa: E402
+from hf_dumpembed.data.assets import default_encoder_path  # noqa: E402
+from hf_dumpembed.data.beir import load_beir  # noqa: E402
+from hf_dumpembed.evaluation.cached import subsample  # noqa: E402
+from hf_dumpembed.evaluation.metrics import retrieval_metrics  # noqa: E402
+from hf_dumpembed.model.builder import BuildOptions, build  # noqa: E402
+from hf_dumpembed.model.onnx_export import INT8_FILE, ONNX_FILE, OPENVINO_DIR, OPENVINO_FILE, OUTPUT_NAME, export_onnx  # noqa: E402,E501
+from hf_dumpembed.remote import DumpEmbedModel  # noqa: E402
+
+SECTION, ORDER, TITLE = "onnx", 15, "CPU serving: torch vs onnxruntime (fp32, int8) vs OpenVINO (f32, bf16)"
+COLLECTIONS = ("StdlibCode", "PyFAQ", "ManPages")
+Runner = Callable[[dict[str, np.ndarray]], np.ndarray]
+
+
+def runners(model_dir: Path, onnx_dir: Path, threads: int) -> dict[str, Runner]:
+    """Each runtime as a function of one tokenized numpy batch -> vectors."""
+    import onnxruntime
+    import openvino
+
+    model = DumpEmbedModel.from_pretrained(model_dir, dtype=torch.float32).eval()
+
+    def run_torch(batch: dict[str, np.ndarray]) -> np.ndarray:
+        with torch.inference_mode():
+            return model(**{k: torch.from_numpy(v) for k, v in batch.items()}).sentence_embedding.numpy()
+
+    def ort(path: Path) -> Runner:
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+        session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        return lambda batch: session.run([OUTPUT_NAME], batch)[0]
+
+    def ov(precision: str) -> Runner:
+        compiled = openvino.Core().compile_model(str(onnx_dir / OPENVINO_DIR / OPENVINO_FILE), "CPU", {
+            "INFERENCE_PRECISION_HINT": precision, "INFERENCE_NUM_THREADS": threads,
+            "PERFORMANCE_HINT": "LATENCY"})
+        output = compiled.output(OUTPUT_NAME)
+        return lambda batch: compiled(batch)[output]
+
+    return {"torch fp32": run_torch, "onnxruntime fp32": ort(onnx_dir / ONNX_FILE),
+            "onnxruntime int8": ort(onnx_dir / INT8_FILE), "OpenVINO f32": ov("f32"), "OpenVINO bf16": ov("bf16")}
+
+
+def batches(tokenizer, texts: list[str], batch_size: int, inputs: list[str], max_length: int
+            ) -> tuple[list[dict[str, np.ndarray]], np.ndarray]:
+    """Length-sorted tokenized batches, and the permutation that restores the input order."""
+    order = np.argsort([-len(t) for t in texts], kind="stable")
+    out = []
+    for start in range(0, len(texts), batch_size):
+        chunk = [texts[i] for i in order[start:start + batch_size]]
+        encoded = tokenizer(chunk, padding=True, truncation=True, max_length=max_length, return_tensors="np")
+        out.append({name: encoded[name].astype(np.int64) for name in inputs})
+    return out, np.argsort(order)
+
+
+def encode(run: Runner, prepared: tuple[list[dict[str, np.ndarray]], np.ndarray]) -> np.ndarray:
+    chunks, restore = prepared
+    return np.concatenate([run(batch) for batch in chunks])[restore]
+
+
+def measure_speed(runs: dict[str, Runner], prepared, repeats: int) -> dict[str, list[float]]:
+    """Every runtime over all texts per repeat, in a rotated order (interleaved); one warm-up pass first."""
+    for run in runs.values():
+        run(prepared[0][0])
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    names = list(runs)
+    for repeat in range(repeats):
+        for name in names[repeat % len(names):] + names[:repeat % len(names)]:
+            started = time.perf_counter()
+            encode(runs[name], prepared)
+            times[name].append(time.perf_counter() - started)
+        line = ", ".join(f"{n} {t[-1]:.2f}s" for n, t in times.items())
+        print(f"repeat {repeat + 1}/{repeats}: {line}", flush=True)  # noqa: T201
+    return times
+
+
+def measure_quality(runs: dict[str, Runner], tokenizer, inputs: list[str], data_dir: Path, batch_size: int,
+                    max_length: int, max_queries: int | None, max_documents: int | None
+                    ) -> dict[str, dict[str, dict[str, float]]]:
+    """nDCG@10 of every runtime on each collection, and the min cosine of its vectors to torch's."""
+    quality: dict[str, dict[str, dict[str, float]]] = {}
+    for collection in COLLECTIONS:
+        data = subsample(load_beir(data_dir / collection), max_queries, max_documents)
+        query_ids, doc_ids = list(data.queries), list(data.corpus)
+        queries = batches(tokenizer, [data.queries[q] for q in query_ids], batch_size, inputs, max_length)
+        documents = batches(tokenizer, [data.document_text(d) for d in doc_ids], batch_size, inputs, max_length)
+        vectors = {name: (encode(run, queries), encode(run, documents)) for name, run in runs.items()}
+        reference = np.concatenate(vectors["torch fp32"])
+        quality[collection] = {}
+        for name, (q, d) in vectors.items():
+            both = np.concatenate([q, d])
+            cosine = (both * reference).sum(1) / (np.linalg.norm(both, axis=1) * np.linalg.norm(reference, axis=1))
+            ndcg = retrieval_metrics(q, d, query_ids, doc_ids, data.qrels)["ndcg_at_10"]
+            quality[collection][name] = {"ndcg_at_10": ndcg, "min_cosine": float(cosine.min()),
+                                         "queries": len(query_ids), "documents": len(doc_ids)}
+        print(collection, {n: round(v["ndcg_at_10"], 4) for n, v in quality[collection].items()}, flush=True)  # noqa: T201
+    return quality
+
+
+def record_tables(result: dict) -> list[Table]:
+    speed = result["speed"]
+    torch_median = speed["torch fp32"]["median_s"]
+    speed_rows = [[name, row["median_s"], result["speed_texts"] / row["median_s"], torch_median / row["median_s"]]
+                  for name, row in speed.items()]
+    tables = [Table(columns=["runtime", "median s", "texts/s", "speed-up vs torch"], rows=speed_rows,
+                    caption=f"{result['speed_texts']} stdlib docstrings (mean {result['mean_tokens']:.1f} tokens with "
+                            f"the [DUMP] prefix), batch {result['batch_size']}, {result['threads']} threads, "
+                            f"{result['repeats']} interleaved repeats",
+                    formats={"median s": 2, "texts/s": 0, "speed-up vs torch": 2})]
+    quality = result.get("quality")
+    if quality:
+        names = list(next(iter(quality.values())))
+        rows = []
+        for name in names:
+            row = [name]
+            for collection in quality:
+                row.append(quality[collection][name]["ndcg_at_10"])
+            base = [quality[c]["torch fp32"]["ndcg_at_10"] for c in quality]
+            mine = [quality[c][name]["ndcg_at_10"] for c in quality]
+            row.append(statistics.mean(mine) / statistics.mean(base) - 1)
+            row.append(min(quality[c][name]["min_cosine"] for c in quality))
+            rows.append(row)
+        columns = ["runtime", *[f"{c} nDCG@10" for c in quality], "mean nDCG@10 change vs torch", "min cosine"]
+        sizes = ", ".join(f"{c} {next(iter(v.values())).get('queries', '?')} queries / "
+                          f"{next(iter(v.values())).get('documents', '?')} documents" for c, v in quality.items())
+        tables.append(Table(columns=columns, rows=rows, caption=f"Held-out collections ({sizes})",
+                            formats={**{f"{c} nDCG@10": 4 for c in quality}, "mean nDCG@10 change vs torch": "+.2%",
+                                     "min cosine": 4}))
+    return tables
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--texts", type=int, default=1000, help="texts in the speed test (default: 1000)")
+    parser.add_argument("--repeats", type=int, default=5, help="timed repeats per runtime (default: 5)")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--threads", type=int, default=2, help="threads of every runtime (default: 2)")
+    parser.add_argument("--max-length", type=int, default=256, help="truncation in tokens (default: 256)")
+    parser.add_argument("--model", type=Path, default=None, help="a DumpEmbed folder (default: build K=4 MiniLM)")
+    parser.add_argument("--onnx", type=Path, default=None, help="its export-onnx --int8 --openvino folder")
+    parser.add_argument("--data-dir", type=Path, default=Path("/work/data"), help="held-out collections")
+    parser.add_argument("--no-quality", action="store_true", help="speed only")
+    parser.add_argument("--max-queries", type=int, default=None, help="subsample each collection's queries")
+    parser.add_argument("--max-documents", type=int, default=None,
+                        help="subsample each collection's documents (judged ones are kept)")
+    parser.add_argument("--output", type=Path, default=None, help="write the results as JSON here")
+    parser.add_argument("--record-only", action="store_true",
+                        help="measure nothing: rewrite the section record's tables from the --output JSON")
+    args = parser.parse_args()
+    if args.record_only:
+        if args.output is None or not args.output.is_file():
+            raise SystemExit("--record-only reads the results of an earlier run: give --output FILE.")
+        result = json.loads(args.output.read_text())
+        write_record(SECTION, tables=record_tables(result), date=result["date"], title=TITLE, order=ORDER)
+        return
+    torch.set_num_threads(args.threads)
+    from transformers import AutoTokenizer
+
+    work = Path(tempfile.mkdtemp(prefix="bench-onnx-"))
+    model_dir = args.model or build(default_encoder_path(), work / "k4", BuildOptions(num_dump_tokens=4))
+    onnx_dir = args.onnx or export_onnx(model_dir, work / "k4-onnx", int8=True, openvino=True).out_dir
+    inputs = json.loads((onnx_dir / "onnx_export.json").read_text())["inputs"]
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir), trust_remote_code=True)
+    runs = runners(Path(model_dir), Path(onnx_dir), args.threads)
+
+    texts = stdlib_docstrings(args.texts)
+    prepared = batches(tokenizer, texts, args.batch_size, inputs, args.max_length)
+    mean_tokens = float(np.mean([b["attention_mask"].sum(1).mean() for b in prepared[0]]))
+    times = measure_speed(runs, prepared, args.repeats)
+    result = {
+        "date": date.today().isoformat(), "threads": args.threads, "speed_texts": len(texts),
+        "repeats": args.repeats, "batch_size": args.batch_size, "mean_tokens": mean_tokens,
+        "speed": {name: {"median_s": statistics.median(t), "times": t} for name, t in times.items()},
+    }
+    if not args.no_quality:
+        result["quality"] = measure_quality(runs, tokenizer, inputs, args.data_dir, args.batch_size, args.max_length,
+                                            args.max_queries, args.max_documents)
+    if args.output:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(json.dumps(result, indent=2))
+    write_record(SECTION, tables=record_tables(result), commands=[command_line()], machine=machine_info(),
+                 date=result["date"], title=TITLE, order=ORDER)
+    for table in record_tables(result):
+        print(table.caption)  # noqa: T201
+        for row in table.rows:
+            print(" | ".join(f"{c:.4f}" if isinstance(c, float) else str(c) for c in row))  # noqa: T201
+
+
+if __name__ == "__main__":
+    main()

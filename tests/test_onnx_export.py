@@ -1,0 +1,127 @@
+"""ONNX export of the whole head: onnxruntime (and OpenVINO) vectors equal the torch model's (encoder, decoder)."""
+
+from __future__ import annotations
+
+import builtins
+import json
+
+import numpy as np
+import pytest
+
+onnxruntime = pytest.importorskip("onnxruntime", reason="pip install 'hf_dumpembed[onnx]'")
+
+from transformers import AutoTokenizer  # noqa: E402
+
+from hf_dumpembed.cli import main  # noqa: E402
+from hf_dumpembed.model import onnx_export  # noqa: E402
+from hf_dumpembed.model.onnx_export import compare, export_onnx  # noqa: E402
+from hf_dumpembed.model.verify import encode_with_automodel  # noqa: E402
+
+# Other texts than the export's own parity check, of very different lengths (padding matters).
+TEXTS = ["Open the file, read every line.", "a", "Dense retrieval ranks passages by cosine similarity " * 6,
+         "Two men pushed carts through the woods.", "The girl is carrying a baby."]
+
+
+def _onnx_vectors(folder, texts, padding_side="right", file="model.onnx"):
+    session = onnxruntime.InferenceSession(str(folder / file), providers=["CPUExecutionProvider"])
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    tokenizer.padding_side = padding_side
+    batch = tokenizer(texts, padding=True, truncation=True, return_tensors="np")
+    names = [i.name for i in session.get_inputs()]
+    return session.run(["sentence_embedding"], {n: batch[n].astype(np.int64) for n in names})[0], names
+
+
+@pytest.fixture(scope="module")
+def bert_onnx(bert_dump_model, tmp_path_factory):
+    pytest.importorskip("openvino", reason="pip install 'hf_dumpembed[openvino]'")
+    return export_onnx(bert_dump_model, tmp_path_factory.mktemp("onnx") / "bert", int8=True, openvino=True)
+
+
+def test_encoder_graph_matches_torch(bert_dump_model, bert_onnx):
+    out = bert_onnx.out_dir
+    assert {"model.onnx", "model_int8.onnx", "openvino/openvino_model.xml", "tokenizer.json", "README.md",
+            "onnx_export.json"} <= set(bert_onnx.files)
+    reference = encode_with_automodel(bert_dump_model, TEXTS)
+    vectors, names = _onnx_vectors(out, TEXTS)
+    assert names == ["input_ids", "attention_mask", "token_type_ids"]  # BERT uses segment ids
+    np.testing.assert_allclose(vectors, reference, atol=1e-5)
+    one, _ = _onnx_vectors(out, TEXTS[:1])  # dynamic batch: 1 row, another length
+    np.testing.assert_allclose(one, reference[:1], atol=1e-5)
+    int8, _ = _onnx_vectors(out, TEXTS, file="model_int8.onnx")
+    assert not np.allclose(int8, vectors, atol=1e-7)  # really quantised ...
+    assert (int8 * reference).sum(axis=1).min() > 0.95  # ... and still close (unit vectors: dot = cosine)
+
+    import openvino
+
+    compiled = openvino.Core().compile_model(str(out / "openvino" / "openvino_model.xml"), "CPU",
+                                             {"INFERENCE_PRECISION_HINT": "f32"})
+    tokenizer = AutoTokenizer.from_pretrained(str(out))
+    batch = tokenizer(TEXTS, padding=True, return_tensors="np")
+    ov = compiled({n: batch[n].astype(np.int64) for n in names})["sentence_embedding"]
+    np.testing.assert_allclose(ov, reference, atol=1e-4)
+
+    manifest = json.loads((out / "onnx_export.json").read_text())
+    assert manifest["inputs"] == names and manifest["dimension"] == 32 and manifest["openvino_precision"] == "f32"
+    assert all(p["ok"] for p in manifest["parity"]) and len(manifest["parity"]) == 6
+    readme = (out / "README.md").read_text()
+    assert "onnxruntime.InferenceSession" in readme and "add_custom_model" in readme and "openvino" in readme
+    # The tokenizer config is the portable one (transformers 4.x reads it too) and still adds the prefix.
+    assert "extra_special_tokens" not in json.loads((out / "tokenizer_config.json").read_text())
+    original = AutoTokenizer.from_pretrained(str(bert_dump_model), trust_remote_code=True)
+    assert tokenizer("hi")["input_ids"] == original("hi")["input_ids"]
+
+
+def test_decoder_graph_matches_torch_under_left_and_right_padding(llama_dump_model, tmp_path):
+    result = export_onnx(llama_dump_model, tmp_path / "llama")
+    reference = encode_with_automodel(llama_dump_model, TEXTS)
+    for side in ("left", "right"):
+        vectors, names = _onnx_vectors(result.out_dir, TEXTS, padding_side=side)
+        assert names == ["input_ids", "attention_mask"]
+        np.testing.assert_allclose(vectors, reference, atol=1e-5, err_msg=f"{side} padding")
+    assert [p.name for p in result.parity] == ["onnxruntime fp32 (right padding)", "onnxruntime fp32 (left padding)",
+                                               "onnxruntime fp32 (one text)"]
+    assert not (result.out_dir / "model_int8.onnx").exists()
+
+
+def test_graph_beyond_tolerance_is_not_written(bert_dump_model, tmp_path, monkeypatch):
+    real = onnx_export.onnxruntime_runner
+
+    def skewed(path):
+        run = real(path)
+        return lambda batch: run(batch) + 1e-3
+
+    monkeypatch.setattr(onnx_export, "onnxruntime_runner", skewed)
+    with pytest.raises(ValueError, match="does not reproduce") as error:
+        export_onnx(bert_dump_model, tmp_path / "out")
+    assert "max |Δ| 1.0e-03" in str(error.value)
+    assert not (tmp_path / "out").exists() and not list(tmp_path.iterdir())
+
+
+def test_compare_fails_on_nan_and_shape_mismatch():
+    reference = np.eye(2, dtype=np.float32)
+    assert compare("x", reference, reference.copy(), "fp32").ok
+    assert not compare("x", reference, np.full((2, 2), np.nan, dtype=np.float32), "fp32").ok
+    assert not compare("x", reference, np.full((2, 2), np.nan, dtype=np.float32), "int8").ok
+    assert not compare("x", reference, reference[:1], "fp32").ok
+    assert not compare("x", reference, reference[::-1].copy(), "int8").ok  # cosine 0
+
+
+def test_missing_extra_names_the_install_command(bert_dump_model, tmp_path, monkeypatch):
+    real_import = builtins.__import__
+
+    def no_onnxruntime(name, *args, **kwargs):
+        if name.split(".")[0] == "onnxruntime":
+            raise ImportError("No module named 'onnxruntime'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_onnxruntime)
+    monkeypatch.delitem(__import__("sys").modules, "onnxruntime", raising=False)
+    with pytest.raises(ImportError, match=r"pip install 'hf_dumpembed\[onnx\]'"):
+        export_onnx(bert_dump_model, tmp_path / "out")
+    with pytest.raises(SystemExit, match=r"hf_dumpembed\[onnx\]"):
+        main(["export-onnx", str(bert_dump_model), str(tmp_path / "out")])
+
+
+def test_cli_precision_needs_openvino(bert_dump_model, tmp_path):
+    with pytest.raises(SystemExit, match="add --openvino"):
+        main(["export-onnx", str(bert_dump_model), str(tmp_path / "out"), "--precision", "bf16"])

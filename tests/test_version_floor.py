@@ -1,0 +1,45 @@
+"""The remote code's transformers floor: a clear ImportError naming the version, stated in the model card too."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from hf_dumpembed.model.card import render_card
+from hf_dumpembed.model.export import export_stock_st
+from hf_dumpembed.remote.configuration_dumpembed import MIN_TRANSFORMERS, check_transformers_version
+
+NEED = ".".join(map(str, MIN_TRANSFORMERS))
+
+
+@pytest.mark.parametrize("version", ["4.57.6", "5.19.2", "4.9.0"])
+def test_old_transformers_get_an_error_naming_the_version(version):
+    with pytest.raises(ImportError, match=rf"needs transformers >= {NEED}; transformers {version} is installed") as e:
+        check_transformers_version(version)
+    assert "pip install -U" in str(e.value) and "export-st" in str(e.value)
+
+
+@pytest.mark.parametrize("version", [NEED + ".0", "5.24.0", "5.30.0.dev0", "6.0.0"])
+def test_supported_versions_pass(version):
+    check_transformers_version(version)
+
+
+def test_saved_code_checks_the_version_before_importing_new_names(bert_dump_model, tmp_path):
+    """The copy in a saved folder raises the clear error where SubConfigSpec is missing (a fake old transformers)."""
+    fake = tmp_path / "fake" / "transformers"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text('__version__ = "4.57.6"\n')
+    code = (bert_dump_model / "configuration_dumpembed.py").read_text()
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env={"PYTHONPATH": str(fake.parent), "PATH": ""}, cwd=tmp_path)
+    assert result.returncode != 0
+    assert f"ImportError: This DumpEmbed model's code needs transformers >= {NEED}" in result.stderr
+
+
+def test_cards_state_the_supported_versions(bert_dump_model, tmp_path):
+    assert f"needs **transformers >= {NEED}**" in render_card(bert_dump_model)
+    stock = export_stock_st(bert_dump_model, tmp_path / "stock")
+    card = render_card(stock, source=bert_dump_model)
+    assert "sentence-transformers 3.4 or newer and transformers 4.57 or newer" in card and NEED not in card
