@@ -84,10 +84,11 @@ def _add_build(commands: argparse._SubParsersAction) -> None:
                        help="auto (default): the source's own sentence-transformers pooling (mean becomes "
                        "mean_no_dump, the mean without the [DUMP] slots, when K > 0), else cls for encoders and "
                        "last for decoders. The choice and the reason are printed and shown in the card")
-    build.add_argument("--init", choices=["sep", "mean", "cls", "normal", "token"], default="sep",
-                       help="[DUMP] row init: sep (default) = exact copy of [SEP]/EOS, an attention sink; mean = "
-                       "vocabulary mean + small noise; cls = copy of [CLS]/BOS + noise; normal = N(0, 0.02); token = "
-                       "exact copy of --init-token. See BENCHMARKS.md for the measured comparison")
+    build.add_argument("--init", choices=["auto", "sep", "mean", "cls", "normal", "token"], default="auto",
+                       help="[DUMP] row init: auto (default) = the measured least harmful start: sep for encoders, "
+                       "mean for decoders; sep = exact copy of [SEP]/EOS, an attention sink; mean = vocabulary mean + "
+                       "small noise; cls = copy of [CLS]/BOS + noise; normal = N(0, 0.02); token = exact copy of "
+                       "--init-token. See BENCHMARKS.md for the measured comparison")
     build.add_argument("--init-token", default=None, metavar="TOKEN",
                        help="with --init token: the vocabulary token to copy, spelled as the tokenizer spells it "
                        "(e.g. '.'); `hf-dumpembed analyze --sinks N` lists the tokens the heads attend to most")

@@ -20,7 +20,7 @@ from ..remote import DumpEmbedConfig, DumpEmbedModel
 from ..remote.modeling_dumpembed import DumpProjection
 from .backbone import is_decoder_backbone
 from .card import write_card
-from .embeddings import DumpInit, copy_source_token_id, grow_embeddings, init_dump_rows
+from .embeddings import DumpInit, copy_source_token_id, grow_embeddings, init_dump_rows, resolve_init
 from .st_files import write_sentence_transformers_files
 from .tokenizer import add_dump_tokens, save_dump_tokenizer
 
@@ -66,7 +66,7 @@ class BuildOptions:
 
     num_dump_tokens: int = 4
     pooling: Pooling | None = None
-    init: DumpInit = DumpInit.SEP
+    init: DumpInit = DumpInit.AUTO
     init_token: str | None = None
     max_seq_length: int | None = None
     normalize: bool = True
@@ -230,8 +230,9 @@ def build_dump_model(
     if dump.ids:
         grow_embeddings(model, max(dump.ids) + 1)
     first_token_id = tokenizer("x")["input_ids"][0] if dump.offset > 0 else None
-    copy_token_id = copy_source_token_id(tokenizer, options.init, options.init_token)
-    init_dump_rows(model, list(dump.ids), options.init, first_token_id=first_token_id, seed=options.seed,
+    init = resolve_init(options.init, decoder)
+    copy_token_id = copy_source_token_id(tokenizer, init, options.init_token)
+    init_dump_rows(model, list(dump.ids), init, first_token_id=first_token_id, seed=options.seed,
                    copy_token_id=copy_token_id)
     tokenizer.model_max_length = max_seq_length
 
@@ -244,7 +245,7 @@ def build_dump_model(
         pooling=pooling.value,
         normalize=options.normalize,
         base_model=embedded_hub_id(backbone) or public_path(backbone),
-        dump_init=options.init.value if options.init is not DumpInit.TOKEN else f"token:{options.init_token}",
+        dump_init=init.value if init is not DumpInit.TOKEN else f"token:{options.init_token}",
         pooling_reason=pooling_reason,
     )
     dump_model = wrap_backbone(config, model)

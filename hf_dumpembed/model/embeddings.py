@@ -15,14 +15,31 @@ class DumpInit(str, Enum):
     ``sep``: an exact copy of the trailing special token ([SEP] for encoders, EOS for decoders), the token BERT's
     heads park attention on (Clark et al., 2019, "What Does BERT Look At?"); ``token``: an exact copy of one named
     vocabulary token (``init_token``, e.g. "." — the other attention sink Clark et al. found; `hf-dumpembed analyze`
-    lists the tokens a model's heads attend to most).
+    lists the tokens a model's heads attend to most); ``auto``: the measured least harmful start for the backbone
+    kind (`resolve_init`).
     """
 
+    AUTO = "auto"
     MEAN = "mean"
     CLS = "cls"
     NORMAL = "normal"
     SEP = "sep"
     TOKEN = "token"
+
+
+# The untrained start that cost the source least in BENCHMARKS.md ("Untrained [DUMP] models"): an exact [SEP] copy
+# for all-MiniLM-L6-v2 (-2.6% vs -26% for the vocabulary mean); for SmolLM2, which adds no BOS so the [DUMP] slots
+# sit where the attention sink is, the vocabulary mean (-12.6% vs -30% for an EOS copy).
+ENCODER_INIT = "sep"
+DECODER_INIT = "mean"
+
+
+def resolve_init(init: DumpInit | str, decoder: bool) -> DumpInit:
+    """``auto`` -> the measured default for encoders or decoders; any other init unchanged."""
+    init = DumpInit(init)
+    if init is DumpInit.AUTO:
+        return DumpInit(DECODER_INIT if decoder else ENCODER_INIT)
+    return init
 
 
 MEAN_NOISE_SCALE = 0.01  # noise std, relative to the per-dimension std of the vocabulary rows

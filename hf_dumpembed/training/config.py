@@ -85,7 +85,7 @@ class ModelConfig:
     init_from: str | None = None
     num_dump_tokens: int = 4
     pooling: Literal["auto", "cls", "last", "mean", "mean_no_dump"] | None = "auto"
-    init: Literal["sep", "mean", "cls", "normal", "token"] = "sep"
+    init: Literal["auto", "sep", "mean", "cls", "normal", "token"] = "auto"
     init_token: str | None = None
     init_seed: int = 0
     max_seq_length: int | None = None
