@@ -153,10 +153,9 @@ def test_card_states_the_pooling_reason_and_the_missing_stock_export(tiny_bert, 
     assert "has no stock export" in card and "hf-dumpembed export-st" not in card
 
 
-def test_auto_init_is_sep_for_encoders_and_the_vocabulary_mean_for_decoders(tiny_bert, tiny_llama):
+def test_auto_init_is_sep_for_encoders_and_small_normal_rows_for_decoders(tiny_bert, tiny_llama):
     encoder, _ = build_dump_model(tiny_bert, BuildOptions(num_dump_tokens=2))
-    decoder, _ = build_dump_model(tiny_llama, BuildOptions(num_dump_tokens=2))
-    assert (encoder.config.dump_init, decoder.config.dump_init) == ("sep", "mean")
-    original = AutoModel.from_pretrained(str(tiny_llama)).get_input_embeddings().weight.detach().double()
-    rows = decoder.get_input_embeddings().weight.detach()[decoder.config.dump_token_ids].double()
-    assert float(((rows - original.mean(0)).abs() / original.std(0)).max()) < 0.05
+    decoder, _ = build_dump_model(tiny_llama, BuildOptions(num_dump_tokens=3))
+    assert (encoder.config.dump_init, decoder.config.dump_init) == ("sep", "normal")
+    rows = decoder.get_input_embeddings().weight.detach()[decoder.config.dump_token_ids]
+    assert 0.01 < rows.std().item() < 0.04 and abs(rows.mean().item()) < 0.01
