@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from hf_dumpembed import atomic
+from hf_dumpembed._utils import atomic
 from hf_dumpembed._utils.atomic import OutputBusy, check_separate, output_lock
 from hf_dumpembed._utils.folders import check_output_dir, staged_output
 
@@ -26,7 +26,7 @@ WRITER = textwrap.dedent(
     """
     import os, signal, sys
     from pathlib import Path
-    from hf_dumpembed import atomic
+    from hf_dumpembed._utils import atomic
     from hf_dumpembed._utils.folders import staged_output
 
     out, point, exchange = Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "exchange"
