@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ import pytest
 
 from hf_dumpembed.evaluation import retrieval_metrics
 from hf_dumpembed.evaluation.submission import content_revision
+from hf_dumpembed.model.builder import BuildOptions, build
 from tests.hub_download_fixtures import FakeHubDownloads
 from tests.leaderboard_fixtures import (
     DWZHU_LONGEMBED_TASK,
@@ -79,10 +79,12 @@ print(json.dumps({"loader": type(model).__name__, "vectors": vectors.tolist()}))
 
 
 @pytest.fixture(scope="module")
-def leaderboard_run(bert_dump_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+def leaderboard_run(tiny_bert: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
     """eval (one standard + one LongEmbed task) -> submission -> ModelMeta.load_model, all through one fake Hub."""
     work = tmp_path_factory.mktemp("leaderboard")
-    model = shutil.copytree(bert_dump_model, work / "tiny-dump")
+    # Mean pooling spreads a tiny random model's vectors (its [CLS] states are nearly all alike, so rankings would
+    # hinge on float rounding and two encoders batching differently could disagree).
+    model = build(tiny_bert, work / "tiny-dump", BuildOptions(num_dump_tokens=4, pooling="mean"))
     revision = content_revision(model)
     standard, standard_qrels = standard_repo()
     passkey, _ = passkey_repo()

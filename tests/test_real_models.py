@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 
 import numpy as np
 import pytest
@@ -36,11 +37,19 @@ def test_k0_mean_pooling_reproduces_the_original_all_minilm(tmp_path):
 
 
 def test_minilm_dump_model_agrees_across_load_paths(minilm_k4, tmp_path):
+    """The default build (mean without the [DUMP] slots) agrees across the remote-code load paths and has no stock
+    export; the same model with the stock mean also agrees with its stock export."""
     from hf_dumpembed.model.export import export_stock_st
 
-    report = check_load_paths(minilm_k4, stock_export_dir=export_stock_st(minilm_k4, tmp_path / "stock"))
+    assert json.loads((minilm_k4 / "config.json").read_text())["pooling"] == "mean_no_dump"
+    report = check_load_paths(minilm_k4)
     assert report.ok, report.describe()
     assert report.dimension == 384
+    with pytest.raises(ValueError, match="cannot express exactly"):
+        export_stock_st(minilm_k4, tmp_path / "refused")
+    mean = build(default_encoder_path(), tmp_path / "mean", BuildOptions(num_dump_tokens=4, pooling="mean"))
+    report = check_load_paths(mean, stock_export_dir=export_stock_st(mean, tmp_path / "stock"))
+    assert report.ok, report.describe()
 
 
 def test_minilm_dump_prefix_and_limits(minilm_k4):

@@ -86,7 +86,8 @@ def _add_build(commands: argparse._SubParsersAction) -> None:
                        "last for decoders. The choice and the reason are printed and shown in the card")
     build.add_argument("--init", choices=["auto", "sep", "mean", "cls", "normal", "token"], default="auto",
                        help="[DUMP] row init: auto (default) = the measured least harmful start: sep for encoders, "
-                       "normal for decoders; sep = exact copy of [SEP]/EOS, an attention sink; mean = vocabulary mean + "
+                       "normal for decoders; sep = exact copy of [SEP]/EOS, an attention sink; "
+                       "mean = vocabulary mean + "
                        "small noise; cls = copy of [CLS]/BOS + noise; normal = N(0, 0.02); token = exact copy of "
                        "--init-token. See BENCHMARKS.md for the measured comparison")
     build.add_argument("--init-token", default=None, metavar="TOKEN",

@@ -15,6 +15,7 @@ from pathlib import Path
 from .._utils.hashing import sha256_file
 from .checks import FolderReport, PublishRefused, check_folder
 from .staging import stage_for_repo
+from .staging_safety import scan_folder
 
 logger = logging.getLogger(__name__)
 
@@ -140,6 +141,9 @@ def push_folder(
     keep_staging = False
     copy_root = Path(tempfile.mkdtemp(prefix="hf-dumpembed-copy-"))
     try:
+        source_scan = scan_folder(Path(folder))  # links out, special files: refused here, never silently dropped
+        if source_scan.problems:
+            raise PublishRefused(FolderReport(folder=Path(folder), problems=list(source_scan.problems)))
         copy = copy_root / Path(folder).resolve().name  # same name: the card finds results filed under it
         copy.mkdir()
         card = stage_for_repo(folder, copy, repo_id, source=source, results_dir=results_dir,

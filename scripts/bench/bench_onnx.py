@@ -173,7 +173,8 @@ def main() -> None:
     parser.add_argument("--max-length", type=int, default=256, help="truncation in tokens (default: 256)")
     parser.add_argument("--model", type=Path, default=None, help="a DumpEmbed folder (default: build K=4 MiniLM)")
     parser.add_argument("--onnx", type=Path, default=None, help="its export-onnx --int8 --openvino folder")
-    parser.add_argument("--data-dir", type=Path, default=Path("data"), help="held-out collections (scripts/build_datasets.py)")
+    parser.add_argument("--data-dir", type=Path, default=Path("data"),
+                        help="held-out collections (scripts/build_datasets.py)")
     parser.add_argument("--no-quality", action="store_true", help="speed only")
     parser.add_argument("--max-queries", type=int, default=None, help="subsample each collection's queries")
     parser.add_argument("--max-documents", type=int, default=None,
