@@ -29,8 +29,8 @@ class DumpInit(str, Enum):
 
 # The untrained start that cost the source least in BENCHMARKS.md ("Untrained [DUMP] models"): an exact [SEP] copy
 # for all-MiniLM-L6-v2 (-2.6% vs -26% for the vocabulary mean); for SmolLM2-135M-Instruct, which adds no BOS so
-# the [DUMP] slots sit where the attention sink is, small N(0, 0.02) rows (+0.8%, vs -12.6% for the vocabulary mean and -30% for an
-# EOS copy; PromptEOL, last-token pooling).
+# the [DUMP] slots sit where the attention sink is, small N(0, 0.02) rows (+0.8%, vs -12.6% for the vocabulary
+# mean and -30% for an EOS copy; PromptEOL, last-token pooling).
 ENCODER_INIT = "sep"
 DECODER_INIT = "normal"
 
