@@ -107,10 +107,11 @@ def sink_token(args: argparse.Namespace, out: Path) -> str:
         cached.write_text(json.dumps(attention_sinks(folder, texts, max_length=args.max_length, top=20), indent=1))
     sinks = json.loads(cached.read_text())
     logger.info("most-attended tokens: %s", [(s["token"], round(s["attention"], 4)) for s in sinks[:8]])
-    return next(s["token"] for s in sinks if not s["special"])
+    return _cached_sink(out)
 
 
 def _cached_sink(out: Path) -> str | None:
+    """The most-attended ordinary token recorded in ``out/sinks.json`` (None before it is measured)."""
     cached = out / "sinks.json"
     if not cached.exists():
         return None

@@ -156,13 +156,9 @@ def main() -> None:
     for seed in args.seeds:
         for variant in args.variants:
             name = f"{variant}-seed{seed}"
-            if args.table_only:
-                folder = out / name
-                if name in metrics:
-                    steps[variant] = json.loads((folder / "config.json").read_text())["training_info"]["steps"]
-                result = table(metrics, args.variants, args.seeds, steps)
+            folder = out / name if args.table_only else train_one(args, variant, seed, out)
+            if args.table_only and name not in metrics:
                 continue
-            folder = train_one(args, variant, seed, out)
             steps[variant] = json.loads((folder / "config.json").read_text())["training_info"]["steps"]
             if name not in metrics:
                 metrics[name] = evaluate(folder, Path(args.data_dir), args.eval_batch)
