@@ -212,3 +212,42 @@ def test_auto_with_fewer_texts_than_dimensions_corrects_the_robust_rule(llama_du
     info = json.loads((out / "config.json").read_text())["projection_info"]
     assert info["auto"]["base_mode"] == "robust" and info["used_rank"] <= 19
     assert info["auto"]["pseudo_queries"] == len(build_pseudo_queries(_paragraphs()[:20]))
+
+
+def test_one_pass_scores_equal_the_per_candidate_metrics() -> None:
+    """The fused scorer (one 2m × m product per candidate) gives the numbers of `paired_ndcg_at_10` and
+    `fidelity_ndcg_at_10` run on each candidate's projected vectors. Break tried: ranking the positive with `>`
+    instead of `>=` (ties no longer count against it) and dropping the diagonal exclusion of the fidelity scores;
+    both changed the arrays."""
+    from hf_dumpembed.projections.auto import (
+        UNCENTRED,
+        candidate_labels,
+        fidelity_ndcg_at_10,
+        neighbour_labels,
+        score_candidates,
+    )
+    from hf_dumpembed.projections.linear import EIGEN_EPS
+
+    rng = np.random.default_rng(4)
+    docs = _unit(rng.standard_normal((80, 16)) @ rng.standard_normal((16, 16)) + 0.3)
+    queries = _unit(docs + 0.8 * rng.standard_normal((80, 16)))
+    stats = StreamingStats(16)
+    stats.update(docs)
+    spectrum = eigendecompose(stats)
+    reference = np.linspace(1.0, 0.0, 16)
+    labels = candidate_labels((0.0, 0.5, 1.0))
+    ks = np.array([4, 8, 16])
+    cloze, fidelity = score_candidates(spectrum, queries, docs, ks, reference, labels)
+    neighbours = neighbour_labels(docs)
+    for row, k in enumerate(ks):
+        for col, label in enumerate(labels):
+            if label == "prefix":
+                q, d = queries[:, :k], docs[:, :k]
+            else:
+                gamma = reference[k - 1] if label == REFERENCE else float(label.lstrip(UNCENTRED))
+                shift = 0.0 if label.startswith(UNCENTRED) else spectrum.mean
+                scale = (spectrum.eigenvalues[:k] + EIGEN_EPS) ** (-gamma / 2)
+                q = (queries - shift) @ spectrum.eigenvectors[:, :k] * scale
+                d = (docs - shift) @ spectrum.eigenvectors[:, :k] * scale
+            assert cloze[row, col] == pytest.approx(paired_ndcg_at_10(q, d).mean(), abs=1e-9), (k, label)
+            assert fidelity[row, col] == pytest.approx(fidelity_ndcg_at_10(d, neighbours).mean(), abs=1e-9), (k, label)

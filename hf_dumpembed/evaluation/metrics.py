@@ -40,8 +40,6 @@ def retrieval_metrics(
     ``qrels`` maps query id -> document id -> relevance; queries without a positive judgement are left out
     (as mteb does), and every judged query and document must be among the given ids.
     """
-    from mteb._evaluators.retrieval_metrics import calculate_retrieval_scores, make_score_dict
-
     queries = _as_matrix("query_embeddings", query_embeddings)
     documents = _as_matrix("document_embeddings", document_embeddings)
     if queries.shape[0] != len(query_ids) or documents.shape[0] != len(document_ids):
@@ -70,11 +68,30 @@ def retrieval_metrics(
         missing = [d for d in docs if d not in known_documents]
         if missing:
             raise ValueError(f"qrels document id {missing[0]!r} (query {query_id!r}) is not among document_ids.")
+    results = top_k_results(queries, documents, query_ids, document_ids, min(max(k_values), len(document_ids)),
+                            similarity=similarity, only=judged, batch_size=batch_size)
+    return metrics_from_results(results, judged, k_values)
+
+
+def top_k_results(
+    queries: torch.Tensor,
+    documents: torch.Tensor,
+    query_ids: Sequence[str],
+    document_ids: Sequence[str],
+    top: int,
+    similarity: Literal["cosine", "dot"] = "cosine",
+    only: Mapping[str, object] | None = None,
+    batch_size: int = 1024,
+) -> dict[str, dict[str, float]]:
+    """query id -> {document id: score} for the ``top`` best documents (exact brute force; torch only, no mteb).
+
+    ``only`` restricts the queries ranked (e.g. to the judged ones). The result is what mteb's metric code scores,
+    and is small enough to store when the scoring happens elsewhere (the nDCG@k of a ranking needs only its top k).
+    """
     if similarity == "cosine":
         queries = torch.nn.functional.normalize(queries, dim=-1)
         documents = torch.nn.functional.normalize(documents, dim=-1)
-    rows = [i for i, q in enumerate(query_ids) if q in judged]
-    top = min(max(k_values), len(document_ids))
+    rows = [i for i, q in enumerate(query_ids) if only is None or q in only]
     results: dict[str, dict[str, float]] = {}
     for start in range(0, len(rows), batch_size):
         chunk = rows[start : start + batch_size]
@@ -82,7 +99,16 @@ def retrieval_metrics(
         values, indices = scores.topk(top, dim=1)
         for row, vals, idx in zip(chunk, values.tolist(), indices.tolist(), strict=True):
             results[query_ids[row]] = {document_ids[j]: float(v) for v, j in zip(vals, idx, strict=True)}
-    evaluation = calculate_retrieval_scores(results, judged, list(k_values))
+    return results
+
+
+def metrics_from_results(
+    results: Mapping[str, Mapping[str, float]], judged: Mapping[str, Mapping[str, int]], k_values: Sequence[int]
+) -> dict[str, float]:
+    """mteb's retrieval scores of a ranking (query id -> {document id: score}) against positive judgements."""
+    from mteb._evaluators.retrieval_metrics import calculate_retrieval_scores, make_score_dict
+
+    evaluation = calculate_retrieval_scores(dict(results), dict(judged), list(k_values))
     scores = make_score_dict(
         ndcg=evaluation.ndcg,
         _map=evaluation.map,
