@@ -11,6 +11,13 @@ run resumes from its last checkpoint).
 
     python scripts/bench/bench_dump_recipe.py --rows 320 --out runs/dump_recipe/quickstart     # the quickstart budget
     python scripts/bench/bench_dump_recipe.py --rows 0 --out runs/dump_recipe/epoch           # one full epoch
+    python scripts/bench/bench_dump_recipe.py --rows 0 --variants D0-last D4-last --out runs/dump_recipe/decoder
+
+The D variants train the embedded SmolLM2-135M-Instruct decoder (last-token pooling, the paper's decoder regime),
+with hard negatives mined by the embedded all-MiniLM-L6-v2.
+On a machine without mteb (e.g. a GPU box), `--rank-only` trains and stores each model's top-10 ranking per query
+(`rankings/NAME.json`, all nDCG@10 needs) instead of scores; `--table-only` on a machine with mteb then scores
+those rankings with mteb's metric code, exactly as a full run would.
 """
 
 from __future__ import annotations
@@ -40,26 +47,42 @@ VARIANTS = {
     "K4-cls-sep": (4, "cls", "sep", None),
     "K4-cls-sep-dlr1e-3": (4, "cls", "sep", 1e-3),
     "K4-cls-mean": (4, "cls", "mean", None),
+    # the decoder regime: SmolLM2-135M-Instruct, last-token pooling, the build's decoder init
+    "D0-last": (0, "last", "auto", None),
+    "D4-last": (4, "last", "auto", None),
+    "D4-last-dlr1e-3": (4, "last", "auto", 1e-3),
 }
+TOP = 10  # nDCG@10 needs the top 10 of each ranking only
 
 
 def baseline_of(variant: str) -> str:
     """The K = 0 run a variant is compared with: the same pooling regime."""
+    if variant.startswith("D"):
+        return "D0-last"
     return "K0-cls" if VARIANTS[variant][1] == "cls" else "K0-mean"
 
 
 def run_config(args: argparse.Namespace, variant: str, seed: int, out: Path) -> dict:
     k, pooling, init, dump_lr = VARIANTS[variant]
     training = {"batch_size": args.batch, "mini_batch_size": args.mini_batch, "learning_rate": args.lr,
-                "warmup_ratio": 0.05, "epochs": 1, "save_steps": args.save_steps, "logging_steps": 1}
+                "warmup_ratio": 0.05, "epochs": args.epochs, "save_steps": args.save_steps, "logging_steps": 1,
+                "precision": args.precision}
     if dump_lr is not None:
         training["dump_learning_rate"] = dump_lr
+    mining = {"cache_dir": str(out / "mined"), "range_max": 50, "relative_margin": 0.05}
+    if variant.startswith("D"):
+        # An untrained decoder's raw last-token states are nearly collinear: mine with the embedded encoder instead
+        # (the same negatives for K = 0 and K = 4).
+        from hf_dumpembed.data.assets import default_encoder_path
+
+        mining["model"] = str(default_encoder_path())
     return {
-        "model": {"backbone": "embedded:encoder", "num_dump_tokens": k, "pooling": pooling, "init": init,
+        "model": {"backbone": "embedded:decoder" if variant.startswith("D") else "embedded:encoder",
+                  "num_dump_tokens": k, "pooling": pooling, "init": init,
                   "init_seed": 0, "max_seq_length": args.max_length},
         "data": {"path": str(Path(args.data_dir) / "StdlibCodeTrain"), "format": "beir", "split": "train",
                  "name": "StdlibCodeTrain", "num_negatives": 1, "max_rows": args.rows or None, "sample_seed": 0,
-                 "mining": {"cache_dir": str(out / "mined"), "range_max": 50, "relative_margin": 0.05}},
+                 "mining": mining},
         "training": training,
         "seed": seed,
         "output": str(out / f"{variant}-seed{seed}"),
@@ -79,27 +102,52 @@ def train_one(args: argparse.Namespace, variant: str, seed: int, out: Path) -> P
     return folder
 
 
-def evaluate(folder: Path, data_dir: Path, batch_size: int) -> dict[str, float]:
-    """nDCG@10 of one model on each held-out collection (sentence-transformers encode + mteb's metric code)."""
+def rank(folder: Path, data_dir: Path, batch_size: int, device: str) -> dict[str, dict[str, dict[str, float]]]:
+    """Per held-out collection, each judged query's top-10 documents with their cosine scores (no mteb needed)."""
     from sentence_transformers import SentenceTransformer
 
     from hf_dumpembed.data.beir import load_beir
-    from hf_dumpembed.evaluation import retrieval_metrics
+    from hf_dumpembed.evaluation.metrics import top_k_results
 
-    model = SentenceTransformer(str(folder), trust_remote_code=True, device="cpu")
-    scores = {}
+    model = SentenceTransformer(str(folder), trust_remote_code=True, device=device)
+    rankings = {}
     for task in TASKS:
         data = load_beir(data_dir / task, "test")
         query_ids, doc_ids = list(data.queries), list(data.corpus)
         queries = model.encode_query([data.queries[q] for q in query_ids], batch_size=batch_size,
-                                     convert_to_tensor=True)
+                                     convert_to_tensor=True).float().cpu()
         docs = model.encode_document([data.document_text(d) for d in doc_ids], batch_size=batch_size,
-                                     convert_to_tensor=True)
-        scores[task] = float(retrieval_metrics(queries, docs, query_ids, doc_ids, data.qrels)["ndcg_at_10"])
+                                     convert_to_tensor=True).float().cpu()
+        judged = {q for q, rel in data.qrels.items() if any(int(v) > 0 for v in rel.values())}
+        rankings[task] = top_k_results(queries, docs, query_ids, doc_ids, TOP, only=judged)
+    return rankings
+
+
+def score(rankings: dict[str, dict[str, dict[str, float]]], data_dir: Path) -> dict[str, float]:
+    """nDCG@10 per collection from stored rankings, with mteb's metric code."""
+    from hf_dumpembed.data.beir import load_beir
+    from hf_dumpembed.evaluation.metrics import metrics_from_results
+
+    scores = {}
+    for task, results in rankings.items():
+        qrels = load_beir(data_dir / task, "test").qrels
+        judged = {q: {d: int(v) for d, v in rel.items()} for q, rel in qrels.items() if q in results}
+        scores[task] = float(metrics_from_results(results, judged, [1, 3, 5, TOP])[f"ndcg_at_{TOP}"])
     return scores
 
 
-def table(metrics: dict[str, dict[str, float]], variants: list[str], seeds: list[int], steps: dict) -> Table:
+def bundle(out: Path, target: Path) -> None:
+    """Pack the run records and rankings (small) into one archive, written atomically."""
+    import tarfile
+
+    partial = target.with_name(target.name + ".partial")
+    with tarfile.open(partial, "w:gz") as archive:
+        archive.add(out / "runs.json", arcname="runs.json")
+        archive.add(out / "rankings", arcname="rankings")
+    partial.replace(target)
+
+
+def table(metrics: dict[str, dict[str, float]], variants: list[str], seeds: list[int], run_info: dict) -> Table:
     """Per variant: runs, steps, per-task and mean nDCG@10 (mean ± std over seeds) and the paired change."""
 
     def cell(values: list[float]) -> float | dict[str, float]:
@@ -117,8 +165,11 @@ def table(metrics: dict[str, dict[str, float]], variants: list[str], seeds: list
                   / statistics.mean(metrics[f"{base}-seed{s}"][t] for t in TASKS) - 1
                   for s in done if f"{base}-seed{s}" in metrics and variant != base]
         k, pooling, init, dump_lr = VARIANTS[variant]
-        label = f"K={k} {pooling}" + (f", init {init}" if k else "") + (f", [DUMP] lr {dump_lr:g}" if dump_lr else "")
-        rows.append([label, len(done), steps.get(variant, "-"), *(cell([r[t] for r in runs]) for t in TASKS),
+        label = ("SmolLM2 " if variant.startswith("D") else "") + f"K={k} {pooling}"
+        label += (f", init {init}" if k else "") + (f", [DUMP] lr {dump_lr:g}" if dump_lr else "")
+        steps = {run_info[f"{variant}-seed{s}"]["steps"] for s in done if f"{variant}-seed{s}" in run_info}
+        rows.append([label, len(done), steps.pop() if len(steps) == 1 else "-",
+                     *(cell([r[t] for r in runs]) for t in TASKS),
                      cell(means), cell(paired) if paired else "-",
                      f"{sum(p > 0 for p in paired)}/{len(paired)}" if paired else "-"])
     return Table(columns=["model", "seeds", "steps", *TASKS, "mean", "paired change vs K=0", "seeds K=4 > K=0"],
@@ -132,6 +183,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--data-dir", default="data")
     parser.add_argument("--rows", type=int, default=320, help="training pairs (fixed seeded subset); 0 = all")
+    parser.add_argument("--epochs", type=int, default=1, help="passes over the --rows pairs")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--mini-batch", type=int, default=16)
     parser.add_argument("--lr", type=float, default=1e-4)
@@ -139,6 +191,14 @@ def main() -> None:
     parser.add_argument("--save-steps", type=int, default=20, help="checkpoint interval (resume granularity)")
     parser.add_argument("--eval-batch", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu", help="where to train and encode: cpu, cuda, ...")
+    parser.add_argument("--precision", default="fp32", choices=["auto", "bf16", "fp32"],
+                        help="training precision (fp32 keeps CPU and GPU runs comparable)")
+    parser.add_argument("--rank-only", action="store_true",
+                        help="store each model's top-10 rankings (rankings/NAME.json) instead of scoring them "
+                             "(for a machine without mteb); score them later with --table-only")
+    parser.add_argument("--bundle", default=None,
+                        help="after each run, pack rankings/ and runs.json into this .tar.gz (to copy them back)")
     parser.add_argument("--section", default=None,
                         help="write the table into this BENCHMARKS.md section record (e.g. dump-recipe-quickstart)")
     parser.add_argument("--table-only", action="store_true",
@@ -149,22 +209,30 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    metrics_file = out / "metrics.json"
+    metrics_file, runs_file = out / "metrics.json", out / "runs.json"
     metrics = json.loads(metrics_file.read_text()) if metrics_file.exists() else {}
-    steps: dict[str, int] = {}
+    runs = json.loads(runs_file.read_text()) if runs_file.exists() else {}
+    (out / "rankings").mkdir(exist_ok=True)
+    result = table(metrics, args.variants, args.seeds, runs)
     # seed-major: every variant of seed 0 first, so a paired comparison is complete as early as possible
     for seed in args.seeds:
         for variant in args.variants:
             name = f"{variant}-seed{seed}"
-            folder = out / name if args.table_only else train_one(args, variant, seed, out)
-            if args.table_only and name not in metrics:
-                continue
-            steps[variant] = json.loads((folder / "config.json").read_text())["training_info"]["steps"]
-            if name not in metrics:
-                metrics[name] = evaluate(folder, Path(args.data_dir), args.eval_batch)
+            ranking_file = out / "rankings" / f"{name}.json"
+            if not args.table_only and name not in metrics and not ranking_file.exists():
+                folder = train_one(args, variant, seed, out)
+                info = json.loads((folder / "config.json").read_text())["training_info"]
+                wall = float((folder / "training" / "bench_wall_s.txt").read_text())
+                runs[name] = {"steps": info["steps"], "train_wall_s": wall, "device": args.device}
+                runs_file.write_text(json.dumps(runs, indent=1) + "\n")
+                ranking_file.write_text(json.dumps(rank(folder, Path(args.data_dir), args.eval_batch, args.device)))
+                if args.bundle:
+                    bundle(out, Path(args.bundle))
+            if name not in metrics and ranking_file.exists() and not args.rank_only:
+                metrics[name] = score(json.loads(ranking_file.read_text()), Path(args.data_dir))
                 metrics_file.write_text(json.dumps(metrics, indent=1) + "\n")
                 logger.info("%s: %s", name, metrics[name])
-            result = table(metrics, args.variants, args.seeds, steps)
+            result = table(metrics, args.variants, args.seeds, runs)
             (out / "table.md").write_text(render_table(result) + "\n")
     sys.stdout.write(render_table(result) + "\n")
     if args.section:
@@ -173,6 +241,7 @@ def main() -> None:
         from hf_dumpembed._utils.machine import machine_info
 
         budget = f"{args.rows} rows" if args.rows else "one epoch"
+        budget += f" x {args.epochs} epochs" if args.epochs > 1 else ""
         write_record(args.section, tables=[result], command=command_line(), order=55, machine=machine_info(),
                      date=date.today().isoformat(),
                      title=f"Training with [DUMP] tokens: K = 4 candidates vs K = 0, paired seeds ({budget})")

@@ -116,15 +116,15 @@ def token_count(tokenizer, texts: list[str]) -> int:
 def run(args: argparse.Namespace) -> dict:
     from hf_dumpembed.data.assets import default_encoder_path
 
-    folder = quality.build_model(default_encoder_path(), quality.ROOT / "minilm-k0-mean", "mean")
+    folder = args.model or quality.build_model(default_encoder_path(), quality.ROOT / "minilm-k0-mean", "mean")
     model, tokenizer = load_for_fit(folder)
     model.config.normalize_pooled = True
     model.projection = DumpProjection(model.config.hidden_size, model.config.hidden_size)
     corpus = read_corpus(args.data / quality.FIT_SET)
-    cache = quality.ROOT / "cache" / "minilm"
+    cache = quality.ROOT / "cache" / args.tag
     train, corpus_seconds = timed_encode(model, tokenizer, corpus.texts, cache / f"{quality.FIT_SET}-corpus.npy",
                                          args.batch_size)
-    sets = quality.encode_sets(model, tokenizer, args.data, "minilm", args.batch_size)
+    sets = quality.encode_sets(model, tokenizer, args.data, args.tag, args.batch_size)
     spectrum = eigendecompose(StreamingStats(train.shape[1]).update(train))
     d = spectrum.dim
     curve = auto_reference_curve(spectrum)
@@ -170,10 +170,12 @@ def run(args: argparse.Namespace) -> dict:
             route, gamma, scores = evaluate_choice(selection, k, spectrum, sets, memo)
             ablations.append({"k": k, "route": name, "map": route, "gamma": gamma, **scores})
     FIGURES.mkdir(parents=True, exist_ok=True)
-    plot_gamma(curve, FIGURES / "spectemp_auto_gamma.png", auto=main_run["selection"])
-    plot_pseudo_scores(main_run["selection"], FIGURES / "spectemp_auto_pseudo_ndcg.png")
+    suffix = "" if args.model is None else f"_{args.tag}"
+    plot_gamma(curve, FIGURES / f"spectemp_auto_gamma{suffix}.png", auto=main_run["selection"])
+    plot_pseudo_scores(main_run["selection"], FIGURES / f"spectemp_auto_pseudo_ndcg{suffix}.png")
     return {
-        "date": date.today().isoformat(), "model": "all-MiniLM-L6-v2 (DumpEmbed K=0, mean pooling)",
+        "date": date.today().isoformat(),
+        "model": "all-MiniLM-L6-v2 (DumpEmbed K=0, mean pooling)" if args.model is None else args.tag,
         "fit_texts": len(corpus.texts), "fit_sha256": corpus.sha256, "knee": curve.knee,
         "pseudo_queries": len(main_run["pairs"]), "pseudo_query_candidates": main_run["pairs"].candidates,
         "seeds": list(args.seeds), "corpus_encode_seconds": corpus_seconds,
@@ -230,10 +232,12 @@ def ablation_table(results: dict) -> Table:
     return Table(columns=columns, rows=rows)
 
 
-def write(results: dict, fresh: bool) -> None:
+def write(results: dict, fresh: bool, section: str = SECTION[0]) -> None:
     from hf_dumpembed._utils.machine import machine_info
 
-    section, order, title = SECTION
+    _, order, title = SECTION
+    if section != SECTION[0]:
+        order, title = order + 1, f"{title}: {results['model']}"
     run_info = {"commands": [command_line()], "machine": machine_info()} if fresh else {}
     tables = [table(results)] + ([ablation_table(results)] if results.get("ablations") else [])
     write_record(section, tables=tables, date=results["date"], title=title, order=order, **run_info)
@@ -250,9 +254,13 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--output", type=Path, default=quality.ROOT / "spectemp_auto.json")
     parser.add_argument("--record-only", action="store_true", help="rewrite the record from --output")
+    parser.add_argument("--model", type=Path, default=None,
+                        help="a DumpEmbed folder to fit (default: all-MiniLM-L6-v2 built as K=0, mean pooling)")
+    parser.add_argument("--tag", default="minilm", help="cache folder and figure suffix for --model")
+    parser.add_argument("--section", default=SECTION[0], help="the BENCHMARKS.md section record to write")
     args = parser.parse_args()
     if args.record_only:
-        write(json.loads(args.output.read_text()), fresh=False)
+        write(json.loads(args.output.read_text()), fresh=False, section=args.section)
         return
     torch.set_num_threads(args.threads)
     logging.basicConfig(level=logging.WARNING)
@@ -260,7 +268,7 @@ def main() -> None:
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(results, indent=2))
     say(f"Wrote {args.output}")
-    write(results, fresh=True)
+    write(results, fresh=True, section=args.section)
 
 
 if __name__ == "__main__":
