@@ -203,6 +203,9 @@ def main() -> None:
                         help="write the table into this BENCHMARKS.md section record (e.g. dump-recipe-quickstart)")
     parser.add_argument("--table-only", action="store_true",
                         help="tabulate (and record) the runs already evaluated under --out; train nothing")
+    parser.add_argument("--machine", default=None,
+                        help="with --table-only: where the runs trained and encoded, when not on this machine "
+                             "(recorded instead of this machine's description)")
     parser.add_argument("--out", default="runs/dump_recipe")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
@@ -242,7 +245,8 @@ def main() -> None:
 
         budget = f"{args.rows} rows" if args.rows else "one epoch"
         budget += f" x {args.epochs} epochs" if args.epochs > 1 else ""
-        write_record(args.section, tables=[result], command=command_line(), order=55, machine=machine_info(),
+        machine = machine_info() if args.machine is None else args.machine
+        write_record(args.section, tables=[result], command=command_line(), order=55, machine=machine,
                      date=date.today().isoformat(),
                      title=f"Training with [DUMP] tokens: K = 4 candidates vs K = 0, paired seeds ({budget})")
 
