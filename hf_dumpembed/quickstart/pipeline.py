@@ -284,7 +284,9 @@ def _report(run: Quickstart, steps: StepRunner, wall_seconds: float) -> None:
         "encoded per second, side by side on this machine)")
     say(results_table(run.results, tasks, baseline="k0"))
     say("(one training seed: a difference between the fine-tuned rows smaller than about 1% is within the "
-        "seed-to-seed spread measured over 3 paired seeds in BENCHMARKS.md, 'Training with [DUMP] tokens')")
+        "seed-to-seed spread measured over 3 paired seeds in BENCHMARKS.md, 'Training with [DUMP] tokens'; there "
+        "[DUMP] costs a little at this budget, is level after one epoch, and pays where a pooled vector is learned "
+        "and most for a decoder)")
     if run.decoder_results:
         decoder_tasks = sorted({t for r in run.decoder_results for t in r.scores})
         say("")
