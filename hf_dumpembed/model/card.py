@@ -14,6 +14,8 @@ from typing import Any
 from huggingface_hub import ModelCard, ModelCardData
 
 from ..data.assets import EMBEDDED_MODELS
+from .backbone import is_decoder_folder
+from .exportable import stock_export_blocker
 
 TEMPLATE = Path(__file__).resolve().parent.parent / "model_cards" / "dumpembed.md"
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
@@ -337,11 +339,10 @@ def card_context(
             f"Inputs are truncated to {tokenizer_config['model_max_length']} tokens, [DUMP] and special tokens "
             "included."
         )
-    if not stock and config.get("pooling") == "mean_no_dump":
-        limitations.append(
-            "Loading needs `trust_remote_code=True`: the mean without the [DUMP] slots has no stock "
-            "sentence-transformers equivalent, so this model has no stock export."
-        )
+    blocker = stock_export_blocker(config)
+    if not stock and blocker is not None:
+        limitations.append(f"Loading needs `trust_remote_code=True`: this model {blocker}, which stock "
+                           "sentence-transformers modules cannot express, so it has no stock export.")
     elif not stock:
         limitations.append("Loading needs `trust_remote_code=True` (or use the stock export, which does not).")
 
@@ -363,12 +364,12 @@ def card_context(
         "stock": stock,
         "st_modules": st_module_names(model_dir, config, stock),
         "base_model_display": base_model or text_config.get("_name_or_path", text_config["model_type"]),
-        "backbone_kind": "decoder" if config.get("pooling") == "last" else "encoder",
+        "backbone_kind": "decoder" if is_decoder_folder(config) else "encoder",
         "backbone_shape": backbone_shape(text_config),
         "num_dump_tokens": k,
         "dump_rows": _dump_rows(model_dir, config),
         "pooling_text": POOLING_TEXT[config.get("pooling", "cls")],
-        "stock_exportable": config.get("pooling") != "mean_no_dump",
+        "stock_blocker": blocker,
         "projected": projection is not None,
         "projection": projection,
         "training": training,
