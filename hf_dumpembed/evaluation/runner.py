@@ -81,7 +81,7 @@ def run_eval(
     from mteb.cache import ResultCache
     from mteb.models.sentence_transformer_wrapper import SentenceTransformerEncoderWrapper
 
-    from .submission import SubmissionOptions, build_model_meta
+    from .model_meta import SubmissionOptions, build_model_meta
 
     model_dir = Path(model_dir)
     if not (model_dir / "config.json").is_file():

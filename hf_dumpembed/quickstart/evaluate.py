@@ -21,7 +21,7 @@ from ..evaluation.cached import (
     save_mteb_result,
 )
 from ..evaluation.fingerprint import beir_data_sha256
-from ..evaluation.submission import content_revision
+from ..evaluation.model_meta import content_revision
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ def score_rows(rows: list[Row], tasks: dict[str, Path], cache_root: Path, result
                progress: bool = True) -> dict[str, RowResult]:
     """nDCG@10 (and mteb's other retrieval scores) of every row on every task, filed in mteb's results layout."""
     from ..evaluation.local_task import beir_task
-    from ..evaluation.submission import SubmissionOptions, build_model_meta
+    from ..evaluation.model_meta import SubmissionOptions, build_model_meta
 
     by_name = {row.name: row for row in rows}
     data = {task: load_beir(folder, "test") for task, folder in tasks.items()}
