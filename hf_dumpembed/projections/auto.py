@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from .baselines import ORACLE_GRID
-from .linear import EIGEN_EPS
+from .linear import SPECTRAL_EPS, tempered_scale
 from .pseudo import paired_ndcg_at_10
 from .stats import Spectrum
 
@@ -169,7 +169,7 @@ def candidate_labels(grid: Sequence[float], prefix: bool = True, uncentred: bool
 
 def score_candidates(spectrum: Spectrum, queries: np.ndarray, documents: np.ndarray, ks: np.ndarray,
                      reference_gamma: np.ndarray, labels: list[str],
-                     eps: float = EIGEN_EPS) -> tuple[np.ndarray, np.ndarray]:
+                     eps: float = SPECTRAL_EPS) -> tuple[np.ndarray, np.ndarray]:
     """Mean inverse-cloze and fidelity nDCG@10 of every candidate at every k: two (len(ks), len(labels)) arrays."""
     cloze = np.zeros((len(ks), len(labels)))
     fidelity = np.zeros((len(ks), len(labels)))
@@ -185,7 +185,7 @@ def score_candidates(spectrum: Spectrum, queries: np.ndarray, documents: np.ndar
             else:
                 keep_mean = label.startswith(UNCENTRED)
                 gamma = float(reference_gamma[k - 1]) if label == REFERENCE else float(label.lstrip(UNCENTRED))
-                scale = (np.asarray(spectrum.eigenvalues[:k], dtype=np.float64) + eps) ** (-gamma / 2.0)
+                scale = tempered_scale(spectrum.eigenvalues[:k], gamma, eps)
                 q, d = rotated[keep_mean][0] * scale, rotated[keep_mean][1] * scale
             cloze[row, col] = paired_ndcg_at_10(q, d).mean()
             fidelity[row, col] = fidelity_ndcg_at_10(d, neighbours).mean()
@@ -201,7 +201,7 @@ def _route(label: str) -> int:
 def select_auto(spectrum: Spectrum, queries: np.ndarray, documents: np.ndarray, reference_gamma: np.ndarray,
                 grid: Sequence[float] = ORACLE_GRID, prefix: bool = True, uncentred: bool = True,
                 tolerance: float = DEFAULT_TOLERANCE, ks: Sequence[int] | None = None,
-                eps: float = EIGEN_EPS) -> AutoSelection:
+                eps: float = SPECTRAL_EPS) -> AutoSelection:
     """Choose γ(k) and the route (centred, uncentred, prefix) for every k from pseudo-query vectors and their texts.
 
     ``queries`` and ``documents`` are the unit-length pooled vectors of the pseudo-queries and of their texts
