@@ -3,7 +3,8 @@
 from .local_task import beir_task
 from .metrics import K_VALUES, retrieval_metrics
 from .presets import GROUPS, LOCAL_TASKS, LONGEMBED_TASKS, STANDARD_TASKS, expand_task_names
-from .runner import EvalRow, EvalRun, load_tasks, run_eval
+from .results import EvalRow, load_results
+from .runner import EvalRun, load_tasks, run_eval
 
 __all__ = [
     "GROUPS",
@@ -15,6 +16,7 @@ __all__ = [
     "EvalRun",
     "beir_task",
     "expand_task_names",
+    "load_results",
     "load_tasks",
     "retrieval_metrics",
     "run_eval",

@@ -7,20 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .presets import DEFAULT_DATA_DIR, dataset_build_error, expand_task_names, official_task
-from .results import TABLE_METRICS
+from .results import TABLE_METRICS, EvalRow, eval_rows
 
 logger = logging.getLogger(__name__)
-
-
-
-@dataclass(frozen=True)
-class EvalRow:
-    """One (task, split, subset) result."""
-
-    task: str
-    split: str
-    subset: str
-    scores: dict[str, float]
 
 
 @dataclass(frozen=True)
@@ -107,11 +96,5 @@ def run_eval(
                                           encode_kwargs={"batch_size": batch_size}).task_results
         except DatasetGenerationError as error:  # tasks finished before this one keep their result files
             raise dataset_build_error(error, [t.metadata.name for t in group]) from error
-    rows = []
-    for task_result in task_results:
-        for split, entries in task_result.scores.items():
-            for entry in entries:
-                scores = {k: float(v) for k, v in entry.items() if isinstance(v, (int, float))}
-                rows.append(EvalRow(task_result.task_name, split, str(entry.get("hf_subset", "default")), scores))
     folder = cache.cache_path / "results" / meta.model_name_as_path() / meta.revision
-    return EvalRun(model_name=meta.name, revision=meta.revision, results_folder=folder, rows=rows)
+    return EvalRun(model_name=meta.name, revision=meta.revision, results_folder=folder, rows=eval_rows(task_results))

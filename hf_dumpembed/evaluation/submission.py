@@ -12,7 +12,7 @@ from typing import Any
 
 from .leaderboard import check_leaderboard_results
 from .model_meta import SubmissionOptions, build_model_meta
-from .results import read_task_result
+from .results import read_task_result, result_cache
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 
@@ -50,13 +50,13 @@ def model_meta_snippet(meta) -> str:
     )
 
 
-def _revision_folders(results_dir: Path, meta) -> list[Path]:
-    path_name = meta.model_name_as_path()
-    return [
-        base / path_name / meta.revision
-        for base in (results_dir / "results", results_dir)
-        if (base / path_name / meta.revision).is_dir()
-    ]
+def _task_files(results_dir: Path, meta) -> list[Path]:
+    """The result files of ``meta``'s model and revision under ``results_dir`` (mteb's ``ResultCache`` paths)."""
+    try:
+        cache = result_cache(results_dir)
+    except (FileNotFoundError, ValueError):
+        return []
+    return sorted(cache.get_cache_paths(models=[meta], require_model_meta=False, include_remote=False))
 
 
 def write_submission(
@@ -67,8 +67,7 @@ def write_submission(
     ``OUT/results/<org>__<name>/<revision>/`` (task JSONs + model_meta.json, the results-repo PR)."""
     meta = build_model_meta(model_dir, options or SubmissionOptions())
     results_dir, out = Path(results_dir), Path(out)
-    folders = _revision_folders(results_dir, meta)
-    task_files = sorted(p for folder in folders[:1] for p in folder.glob("*.json") if p.name != "model_meta.json")
+    task_files = _task_files(results_dir, meta)
     if not task_files:
         raise FileNotFoundError(
             f"no mteb results for {meta.name} at revision {meta.revision} under {results_dir} (expected "

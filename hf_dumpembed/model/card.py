@@ -234,13 +234,13 @@ def training_context(model_dir: Path, config: dict[str, Any]) -> dict[str, Any] 
 
 def evaluation_context(results_dir: str | Path, names: list[str], model_name: str | None) -> dict[str, Any]:
     """The evaluation table from mteb results under ``results_dir``."""
-    from ..evaluation.results import METRICS, eval_table
+    from ..evaluation.results import TABLE_METRICS, eval_table
 
     table = eval_table(results_dir, [model_name] if model_name else names)
     columns = table.metric_columns
-    header = ["task", "split", "subset", *[METRICS[c] for c in columns], "main score"]
+    header = ["task", "split", "subset", *[TABLE_METRICS[c] for c in columns], "main score"]
     body = [
-        [f"`{row.task}`", row.split, row.subset, *[f"{row.metrics[c]:.4f}" for c in columns], f"{row.main_score:.4f}"]
+        [f"`{row.task}`", row.split, row.subset, *[f"{row.scores[c]:.4f}" for c in columns], f"{row.main_score:.4f}"]
         for row in table.rows
     ]
     return {
