@@ -13,7 +13,6 @@ Inputs (any mix):
 from __future__ import annotations
 
 import json
-import math
 import re
 import statistics
 from collections import defaultdict
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._utils.tables import percent, relative_change, render_markdown
 from .results import embed_dim, eval_rows, load_results
 
 DEFAULT_METRIC = "ndcg_at_10"
@@ -158,8 +158,7 @@ def summary_table(records: list[Record], tasks: list[str] | None = None,
     table = []
     for key, cells in rows:
         reference = means.get((baseline, key[1])) or next((v for (m, _), v in means.items() if m == baseline), None)
-        gain = (None if key[0] == baseline or reference is None or key not in means or reference == 0
-                or math.isnan(reference) else means[key] / reference - 1)
+        gain = None if key[0] == baseline else relative_change(means.get(key), reference)
         table.append([*cells, gain])
     return header, table
 
@@ -176,10 +175,6 @@ def markdown_table(records: list[Record], tasks: list[str] | None = None, digits
     (std over the per-seed values; a seed-less method shows its single value). ``baseline`` adds the relative
     change of each row's mean against that method's mean at the same k (or its only k)."""
     header, rows = summary_table(records, tasks, baseline)
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for row in rows:
-        cells = [_text(cell, digits) for cell in (row[:-1] if baseline else row)]
-        if baseline:
-            cells.append("" if row[-1] is None else f"{100 * row[-1]:+.2f}%")
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    texts = [[_text(cell, digits) for cell in (row[:-1] if baseline else row)]
+             + ([percent(row[-1])] if baseline else []) for row in rows]
+    return render_markdown(header, texts) + "\n"

@@ -6,6 +6,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._utils.tables import render_text
 from .presets import DEFAULT_DATA_DIR, dataset_build_error, expand_task_names, official_task
 from .results import TABLE_METRICS, EvalRow, eval_rows
 
@@ -23,13 +24,11 @@ class EvalRun:
 
     def table(self) -> str:
         """A plain-text table: task, split, subset, nDCG@10, Recall@10, MRR@10."""
-        header = f"{'task':<34} {'split':<6} {'subset':<8} " + " ".join(f"{v:>9}" for v in TABLE_METRICS.values())
-        lines = [f"{self.model_name} @ {self.revision}", header, "-" * len(header)]
-        for row in self.rows:
-            cells = " ".join(f"{row.scores.get(k, float('nan')):>9.4f}" for k in TABLE_METRICS)
-            lines.append(f"{row.task:<34} {row.split:<6} {row.subset:<8} {cells}")
-        lines.append(f"results: {self.results_folder}")
-        return "\n".join(lines)
+        header = ["task", "split", "subset", *TABLE_METRICS.values()]
+        rows = [[row.task, row.split, row.subset, *(f"{row.scores.get(k, float('nan')):.4f}" for k in TABLE_METRICS)]
+                for row in self.rows]
+        return "\n".join([f"{self.model_name} @ {self.revision}", render_text(header, rows),
+                          f"results: {self.results_folder}"])
 
 
 def load_tasks(specs: list[str], data_dir: str | Path = DEFAULT_DATA_DIR) -> list:

@@ -13,6 +13,7 @@ from typing import Any
 
 from huggingface_hub import ModelCard, ModelCardData
 
+from .._utils.tables import render_markdown
 from ..data.assets import EMBEDDED_MODELS
 from .backbone import is_decoder_folder
 from .exportable import stock_export_blocker
@@ -247,9 +248,7 @@ def evaluation_context(results_dir: str | Path, names: list[str], model_name: st
         "model_name": table.model_name,
         "revision": table.revision,
         "mteb_version": table.mteb_version,
-        "header": "| " + " | ".join(header) + " |",
-        "rule": "|" + "---|" * len(header),
-        "body": ["| " + " | ".join(cells) + " |" for cells in body],
+        "table": render_markdown(header, body),
         "tasks": sorted({row.task for row in table.rows}),
     }
 

@@ -29,6 +29,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hf_dumpembed._utils.tables import relative_change, render_markdown
+
 RESULTS_DIR = Path("scripts/bench/results")
 REGENERATE = "hf-dumpembed report --benchmarks scripts/bench/results --out BENCHMARKS.md"
 INTRO = """\
@@ -204,7 +206,7 @@ def _quickstart_rows(rows: Any, tasks: list[str] | None, path: Path | str, key: 
         means.append(mean)
     baseline = f"vs {parsed[0][0]}" if parsed else "vs first row"
     table_rows = [[label, dim, *(scores.get(t) for t in columns), mean,
-                   None if i == 0 or mean is None or not means[0] else mean / means[0] - 1, speed]
+                   None if i == 0 else relative_change(mean, means[0]), speed]
                   for i, ((label, dim, speed, scores, _), mean) in enumerate(zip(parsed, means, strict=True))]
     return Table(columns=["model", "dim", *columns, "mean", baseline, "texts/s"], rows=table_rows,
                  formats={**{t: 4 for t in columns}, "mean": 4, baseline: "+.2%", "texts/s": 0})
@@ -316,11 +318,9 @@ def format_cell(value: Any, spec: int | str | None = None) -> str:
 
 
 def render_table(table: Table) -> str:
-    lines = ["| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns)]
-    for row in table.rows:
-        cells = [format_cell(v, table.formats.get(c)) for c, v in zip(table.columns, row, strict=True)]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return render_markdown(table.columns, [[format_cell(v, table.formats.get(c)) for c, v in zip(table.columns, row,
+                                                                                                   strict=True)]
+                                           for row in table.rows])
 
 
 def machine_line(machine: dict[str, Any] | str) -> str:
