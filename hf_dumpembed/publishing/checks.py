@@ -338,10 +338,12 @@ def compare_load_paths(out: dict, report: FolderReport, tolerance: float = 1e-5,
         comparisons = {"AutoModel vs SentenceTransformer": np.asarray(out["automodel"]), **comparisons}
     if reference is not None:
         comparisons["vs the source DumpEmbed folder"] = reference
+    from ..model.verify import compare_vectors  # torch-free until a load is compared
+
+    parity = compare_vectors(document, comparisons, tolerance, reference_name="SentenceTransformer encode_document")
     bad = []
-    for name, vectors in comparisons.items():
-        diff = float(np.abs(vectors - document).max()) if vectors.shape == document.shape else float("inf")
-        (report.passed if diff <= tolerance else bad).append(f"{name}: max |Δ| {diff:.1e}")  # NaN is bad
+    for name, diff in parity.max_abs_diff.items():
+        (report.passed if parity.passes(name) else bad).append(f"{name}: max |Δ| {diff:.1e}")
     if not np.isfinite(document).all():
         report.problems.append("the vectors hold NaN or infinite values: the weights or the projection are not "
                                "finite")

@@ -22,6 +22,7 @@ from ..evaluation.cached import (
 )
 from ..evaluation.fingerprint import beir_data_sha256
 from ..evaluation.model_meta import content_revision
+from ..model.verify import max_abs_diff
 
 logger = logging.getLogger(__name__)
 
@@ -148,4 +149,4 @@ def head_shortcut_error(encoder_folder: Path, fitted_folder: Path, texts: list[s
     direct = _sentence_transformer(fitted_folder).encode_document(texts, convert_to_numpy=True)
     pooled = _sentence_transformer(encoder_folder).encode_document(texts, convert_to_numpy=True)
     via_head = apply_head(load_head(fitted_folder), np.asarray(pooled, dtype=np.float32))
-    return float(np.abs(np.asarray(direct) - via_head).max())
+    return max_abs_diff(direct, via_head)
