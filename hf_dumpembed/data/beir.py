@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,24 @@ class BeirData:
     def document_text(self, doc_id: str) -> str:
         """Title and text joined the way mteb joins them for retrieval."""
         return document_text(self.corpus[doc_id])
+
+
+@dataclass
+class PairCollection:
+    """A collection built pair by pair: each document has one query (``q:<doc id>``) that it answers."""
+
+    corpus: dict[str, dict[str, str]] = field(default_factory=dict)
+    queries: dict[str, str] = field(default_factory=dict)
+    qrels: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def add(self, doc_id: str, query: str, text: str) -> None:
+        self.corpus[doc_id] = {"title": "", "text": text}
+        self.queries[f"q:{doc_id}"] = query
+        self.qrels[f"q:{doc_id}"] = {doc_id: 1}
+
+    def parts(self) -> tuple[dict[str, dict[str, str]], dict[str, str], dict[str, dict[str, int]]]:
+        """(corpus, queries, qrels), as `write_beir` takes them."""
+        return self.corpus, self.queries, self.qrels
 
 
 def document_text(document: Mapping[str, str]) -> str:

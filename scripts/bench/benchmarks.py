@@ -468,6 +468,25 @@ def add_command(commands: list[str], command: str, replaces: str | None = None) 
     return [*commands, command]
 
 
+def add_output_arguments(parser: Any) -> None:
+    """``--output FILE`` (the run's results as JSON) and ``--record-only`` (re-record them, measuring nothing)."""
+    parser.add_argument("--output", type=Path, default=None, help="write the results as JSON here")
+    parser.add_argument("--record-only", action="store_true",
+                        help="measure nothing: rewrite the section record's tables from the --output JSON")
+
+
+def record_only(args: Any, section: str, record_tables: Callable[[dict[str, Any]], list[Table]], title: str,
+                order: int) -> bool:
+    """With ``--record-only``: rewrite the section record from an earlier run's ``--output`` JSON; True when done."""
+    if not args.record_only:
+        return False
+    if args.output is None or not args.output.is_file():
+        raise SystemExit("--record-only reads the results of an earlier run: give --output FILE.")
+    result = json.loads(args.output.read_text())
+    write_record(section, tables=record_tables(result), date=result["date"], title=title, order=order)
+    return True
+
+
 def write_record(section: str, *, tables: list[Table], commands: list[str] | None = None,
                  command: str | None = None, replaces: str | None = None,
                  machine: dict[str, Any] | str | None = None, date: str | None = None, title: str | None = None,
