@@ -1,7 +1,9 @@
 """BEIR-style retrieval folders: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``.
 
 One reader and one writer shared by the dataset builders, the mteb tasks, training and the projection fit.
-Every malformed line is an error naming the file and line; nothing is skipped silently.
+Every malformed line is an error naming the file and line; nothing is skipped silently. Kept rather than a
+library loader (``beir``'s ``GenericDataLoader``, mteb's ``datasets``-based loading): the training data and the
+projection fit read the same folders without mteb, and those loaders do not name the bad line.
 """
 
 from __future__ import annotations
