@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._utils.hashing import update_with_file
 from ..data.assets import EMBEDDED_MODELS
 
 LOADER_KWARGS = {"trust_remote_code": True}
@@ -73,9 +74,7 @@ def content_revision(model_dir: str | Path) -> str:
     for path in [model_dir / "config.json", *sorted(model_dir.glob("*.safetensors"))]:
         if path.is_file():
             digest.update(path.name.encode())
-            with path.open("rb") as handle:
-                for block in iter(lambda: handle.read(1 << 20), b""):
-                    digest.update(block)
+            update_with_file(digest, path)
     return digest.hexdigest()
 
 
