@@ -26,7 +26,7 @@ from datetime import date
 from pathlib import Path
 
 import torch
-from benchmarks import Table, add_output_arguments, command_line, record_only, write_record
+from benchmarks import Table, add_output_arguments, command_line, record_only, render_table, write_record
 from sentence_transformers import SentenceTransformer
 
 from hf_dumpembed._utils.machine import machine_info
@@ -119,10 +119,7 @@ def main() -> None:
                  date=result["date"], title=TITLE, order=ORDER)
     print(f"{len(texts)} stdlib docstrings, mean {mean_length:.1f} tokens with K=0 specials; "  # noqa: T201
           f"{args.repeats} repeats, batch {args.batch_size}, {args.threads} threads")
-    print("| model | median s | texts/s | time ratio vs vanilla |\n|---|---|---|---|")  # noqa: T201
-    for row in rows:
-        print(f"| {row['model']} | {row['median_s']:.2f} | {row['texts_per_s']:.0f} | "  # noqa: T201
-              f"{row['ratio_vs_vanilla']:.3f} |")
+    print(render_table(record_tables(result)[0]))  # noqa: T201
     print(f"Expected K=4 overhead from sequence length alone: ×{result['expected_ratio_k4']:.3f}")  # noqa: T201
 
 
