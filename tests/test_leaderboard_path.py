@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from hf_dumpembed.evaluation import retrieval_metrics
-from hf_dumpembed.evaluation.submission import content_revision
+from hf_dumpembed.evaluation.model_meta import content_revision
 from hf_dumpembed.model.builder import BuildOptions, build
 from tests.hub_download_fixtures import FakeHubDownloads
 from tests.leaderboard_fixtures import (

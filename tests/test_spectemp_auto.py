@@ -226,7 +226,7 @@ def test_one_pass_scores_equal_the_per_candidate_metrics() -> None:
         neighbour_labels,
         score_candidates,
     )
-    from hf_dumpembed.projections.linear import EIGEN_EPS
+    from hf_dumpembed.projections.linear import SPECTRAL_EPS
 
     rng = np.random.default_rng(4)
     docs = _unit(rng.standard_normal((80, 16)) @ rng.standard_normal((16, 16)) + 0.3)
@@ -246,7 +246,7 @@ def test_one_pass_scores_equal_the_per_candidate_metrics() -> None:
             else:
                 gamma = reference[k - 1] if label == REFERENCE else float(label.lstrip(UNCENTRED))
                 shift = 0.0 if label.startswith(UNCENTRED) else spectrum.mean
-                scale = (spectrum.eigenvalues[:k] + EIGEN_EPS) ** (-gamma / 2)
+                scale = (spectrum.eigenvalues[:k] + SPECTRAL_EPS) ** (-gamma / 2)
                 q = (queries - shift) @ spectrum.eigenvectors[:, :k] * scale
                 d = (docs - shift) @ spectrum.eigenvectors[:, :k] * scale
             assert cloze[row, col] == pytest.approx(paired_ndcg_at_10(q, d).mean(), abs=1e-9), (k, label)

@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from .._utils.tables import render_markdown
+
 DEFAULT_RATIO = 2
 DEFAULT_TOP_K = 10
 
@@ -43,15 +45,13 @@ class LogitLens:
             f"Logit lens of {self.model}: top tokens of W_U·h (before) and W_U·(B Bᵀ h) (after EmbedFilter, "
             f"τ = {self.ratio}, band {self.band[0]}..{self.band[1]}; W_U = {self.unembedding})",
             "",
-            "| text | before | after |",
-            "|---|---|---|",
         ]
+        rows = []
         for row in self.rows:
             text = row.text if len(row.text) <= 60 else row.text[:57] + "..."
-            before = " ".join(f"`{t}`" for t in row.before)
-            after = " ".join(f"`{t}`" for t in row.after)
-            lines.append(f"| {text.replace('|', '/')} | {before} | {after} |")
-        return "\n".join(lines) + "\n"
+            rows.append([text.replace("|", "/"), " ".join(f"`{t}`" for t in row.before),
+                         " ".join(f"`{t}`" for t in row.after)])
+        return "\n".join(lines) + "\n" + render_markdown(["text", "before", "after"], rows) + "\n"
 
 
 def _readable(tokenizer, token_id: int) -> str:
@@ -73,8 +73,9 @@ def logit_lens(
     max_length: int | None = None,
 ) -> LogitLens:
     """Top-``top_k`` tokens of each text's pooled state through W_U, before/after EmbedFilter with ratio τ."""
-    from ..projections.embedfilter import band_size, band_start, gram_basis
+    from ..projections.embedfilter import band_size, gram_basis
     from ..projections.unembedding import find_unembedding
+    from ..remote.modeling_dumpembed import band_start
     from .token_stats import backbone_forward, encode_one, load_for_analysis
 
     model, tokenizer = load_for_analysis(model_dir)

@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..model.backbone import is_decoder_folder
 from .logit_lens import DEFAULT_RATIO, LogitLens, logit_lens
 from .plots import plot_token_statistics
 from .token_stats import TokenStatistics, attention_sinks, token_statistics
@@ -26,8 +27,7 @@ class AnalysisResult:
 
 
 def _is_decoder(model_dir: Path) -> bool:
-    config = json.loads((model_dir / "config.json").read_text())
-    return config.get("pooling") == "last" or bool(config.get("text_config", {}).get("is_decoder"))
+    return is_decoder_folder(json.loads((model_dir / "config.json").read_text()))
 
 
 def analyze(

@@ -1,15 +1,17 @@
 """BEIR-style retrieval folders: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``.
 
 One reader and one writer shared by the dataset builders, the mteb tasks, training and the projection fit.
-Every malformed line is an error naming the file and line; nothing is skipped silently.
+Every malformed line is an error naming the file and line; nothing is skipped silently. Kept rather than a
+library loader (``beir``'s ``GenericDataLoader``, mteb's ``datasets``-based loading): the training data and the
+projection fit read the same folders without mteb, and those loaders do not name the bad line.
 """
 
 from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Container, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,24 @@ class BeirData:
     def document_text(self, doc_id: str) -> str:
         """Title and text joined the way mteb joins them for retrieval."""
         return document_text(self.corpus[doc_id])
+
+
+@dataclass
+class PairCollection:
+    """A collection built pair by pair: each document has one query (``q:<doc id>``) that it answers."""
+
+    corpus: dict[str, dict[str, str]] = field(default_factory=dict)
+    queries: dict[str, str] = field(default_factory=dict)
+    qrels: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def add(self, doc_id: str, query: str, text: str) -> None:
+        self.corpus[doc_id] = {"title": "", "text": text}
+        self.queries[f"q:{doc_id}"] = query
+        self.qrels[f"q:{doc_id}"] = {doc_id: 1}
+
+    def parts(self) -> tuple[dict[str, dict[str, str]], dict[str, str], dict[str, dict[str, int]]]:
+        """(corpus, queries, qrels), as `write_beir` takes them."""
+        return self.corpus, self.queries, self.qrels
 
 
 def document_text(document: Mapping[str, str]) -> str:
@@ -111,6 +131,19 @@ def load_qrels(folder: str | Path, split: str = "test") -> dict[str, dict[str, i
     return qrels
 
 
+def unknown_judgement(qrels: Mapping[str, Mapping[str, Any]], query_ids: Container[str],
+                      document_ids: Container[str]) -> tuple[str, str | None] | None:
+    """The first judgement naming an id that is not there: (query, None) for a query, (query, document) for a
+    document; None when every judged query and document exists."""
+    for query_id, judged in qrels.items():
+        if query_id not in query_ids:
+            return query_id, None
+        missing = next((doc_id for doc_id in judged if doc_id not in document_ids), None)
+        if missing is not None:
+            return query_id, missing
+    return None
+
+
 def load_beir(folder: str | Path, split: str = "test") -> BeirData:
     """Read and cross-check a split: every judged query and document must exist."""
     folder = Path(folder)
@@ -118,12 +151,11 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
         raise FileNotFoundError(f"{folder} is not a folder; expected a BEIR-style folder (corpus.jsonl, ...).")
     corpus, queries, qrels = load_corpus(folder), load_queries(folder), load_qrels(folder, split)
     qrels_path = folder / "qrels" / f"{split}.tsv"
-    for query_id, judged in qrels.items():
-        if query_id not in queries:
-            raise ValueError(f"{qrels_path}: query id {query_id!r} is not in {folder / QUERIES_FILE}.")
-        missing = [doc_id for doc_id in judged if doc_id not in corpus]
-        if missing:
-            raise ValueError(f"{qrels_path}: document id {missing[0]!r} (query {query_id!r}) is not in the corpus.")
+    unknown = unknown_judgement(qrels, queries, corpus)
+    if unknown and unknown[1] is None:
+        raise ValueError(f"{qrels_path}: query id {unknown[0]!r} is not in {folder / QUERIES_FILE}.")
+    if unknown:
+        raise ValueError(f"{qrels_path}: document id {unknown[1]!r} (query {unknown[0]!r}) is not in the corpus.")
     return BeirData(corpus=corpus, queries={q: queries[q] for q in qrels}, qrels=qrels)
 
 

@@ -1,9 +1,12 @@
-"""Evaluation: mteb retrieval tasks from BEIR folders, official task presets, and metrics on cached embeddings."""
+"""Evaluation: mteb retrieval tasks from BEIR folders, official task presets, runs, results, the folder's ModelMeta
+and metrics on cached embeddings."""
 
 from .local_task import beir_task
 from .metrics import K_VALUES, retrieval_metrics
+from .model_meta import build_model_meta
 from .presets import GROUPS, LOCAL_TASKS, LONGEMBED_TASKS, STANDARD_TASKS, expand_task_names
-from .runner import EvalRow, EvalRun, load_tasks, run_eval
+from .results import EvalRow, load_results
+from .runner import EvalRun, load_tasks, run_eval
 
 __all__ = [
     "GROUPS",
@@ -14,7 +17,9 @@ __all__ = [
     "EvalRow",
     "EvalRun",
     "beir_task",
+    "build_model_meta",
     "expand_task_names",
+    "load_results",
     "load_tasks",
     "retrieval_metrics",
     "run_eval",

@@ -14,6 +14,8 @@ from typing import Literal
 import numpy as np
 import torch
 
+from ..data.beir import unknown_judgement
+
 # mteb's AbsTaskRetrieval.k_values
 K_VALUES = (1, 3, 5, 10, 20, 100, 1000)
 
@@ -62,12 +64,11 @@ def retrieval_metrics(
     }
     if not judged:
         raise ValueError("qrels has no query with a positive judgement.")
-    for query_id, docs in judged.items():
-        if query_id not in known_queries:
-            raise ValueError(f"qrels query id {query_id!r} is not among query_ids.")
-        missing = [d for d in docs if d not in known_documents]
-        if missing:
-            raise ValueError(f"qrels document id {missing[0]!r} (query {query_id!r}) is not among document_ids.")
+    unknown = unknown_judgement(judged, known_queries, known_documents)
+    if unknown and unknown[1] is None:
+        raise ValueError(f"qrels query id {unknown[0]!r} is not among query_ids.")
+    if unknown:
+        raise ValueError(f"qrels document id {unknown[1]!r} (query {unknown[0]!r}) is not among document_ids.")
     results = top_k_results(queries, documents, query_ids, document_ids, min(max(k_values), len(document_ids)),
                             similarity=similarity, only=judged, batch_size=batch_size)
     return metrics_from_results(results, judged, k_values)

@@ -3,7 +3,7 @@
 Inputs (any mix):
 
 * an mteb results folder as ``hf-dumpembed eval`` writes it (``[results/]<org>__<name>/<revision>/<Task>.json``),
-  read with mteb's ``TaskResult``; method = the model name with a trailing ``-seed<N>`` / ``_seed<N>`` taken off
+  read with mteb's ``ResultCache``; method = the model name with a trailing ``-seed<N>`` / ``_seed<N>`` taken off
   as the seed, k = the model's ``embed_dim`` from ``model_meta.json``;
 * a JSON file of rows: a list of objects, or ``{"rows": [...]}``, or an object whose values hold ``"rows"``.
   A row has ``method`` and optionally ``k`` and ``seed``; its scores are either ``task`` + the metric key (or
@@ -13,7 +13,6 @@ Inputs (any mix):
 from __future__ import annotations
 
 import json
-import math
 import re
 import statistics
 from collections import defaultdict
@@ -22,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .results import read_task_result, result_files
+from .._utils.tables import percent, relative_change, render_markdown
+from .results import embed_dim, eval_rows, load_results
 
 DEFAULT_METRIC = "ndcg_at_10"
 _SEED_RE = re.compile(r"^(?P<method>.+?)[-_]seed(?P<seed>\d+)$")
@@ -48,17 +48,14 @@ def _split_seed(name: str) -> tuple[str, int | None]:
 def records_from_mteb(results_dir: Path, metric: str = DEFAULT_METRIC) -> list[Record]:
     """Records of every model revision under an mteb results folder (main split/subset mean per task)."""
     records = []
-    for path in result_files(results_dir):
-        result = read_task_result(path)
-        meta_path = path.parent / "model_meta.json"
-        meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
-        name = str(meta.get("name") or path.parent.parent.name.replace("__", "/"))
-        method, seed = _split_seed(name)
-        values = [float(entry[metric]) for entries in result.scores.values() for entry in entries if metric in entry]
-        if not values:
-            raise ValueError(f"{path} has no {metric!r} score; choose another --metric.")
-        k = meta.get("embed_dim")
-        records.append(Record(method, result.task_name, statistics.mean(values), int(k) if k else None, seed))
+    for model_result in load_results(results_dir).model_results:
+        method, seed = _split_seed(model_result.model_name)
+        for result in model_result.task_results:
+            values = [row.scores[metric] for row in eval_rows([result]) if metric in row.scores]
+            if not values:
+                raise ValueError(f"{model_result.model_name} has no {metric!r} score on {result.task_name}; choose "
+                                 "another --metric.")
+            records.append(Record(method, result.task_name, statistics.mean(values), embed_dim(model_result), seed))
     return records
 
 
@@ -105,10 +102,7 @@ def load_records(inputs: list[str | Path], metric: str = DEFAULT_METRIC) -> list
     for item in inputs:
         path = Path(item)
         if path.is_dir():
-            found = records_from_mteb(path, metric)
-            if not found:
-                raise ValueError(f"{path} holds no mteb results (<org>__<name>/<revision>/<Task>.json).")
-            records += found
+            records += records_from_mteb(path, metric)
         elif path.is_file():
             records += records_from_json(path, metric)
         else:
@@ -164,8 +158,7 @@ def summary_table(records: list[Record], tasks: list[str] | None = None,
     table = []
     for key, cells in rows:
         reference = means.get((baseline, key[1])) or next((v for (m, _), v in means.items() if m == baseline), None)
-        gain = (None if key[0] == baseline or reference is None or key not in means or reference == 0
-                or math.isnan(reference) else means[key] / reference - 1)
+        gain = None if key[0] == baseline else relative_change(means.get(key), reference)
         table.append([*cells, gain])
     return header, table
 
@@ -182,10 +175,6 @@ def markdown_table(records: list[Record], tasks: list[str] | None = None, digits
     (std over the per-seed values; a seed-less method shows its single value). ``baseline`` adds the relative
     change of each row's mean against that method's mean at the same k (or its only k)."""
     header, rows = summary_table(records, tasks, baseline)
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for row in rows:
-        cells = [_text(cell, digits) for cell in (row[:-1] if baseline else row)]
-        if baseline:
-            cells.append("" if row[-1] is None else f"{100 * row[-1]:+.2f}%")
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    texts = [[_text(cell, digits) for cell in (row[:-1] if baseline else row)]
+             + ([percent(row[-1])] if baseline else []) for row in rows]
+    return render_markdown(header, texts) + "\n"

@@ -1,10 +1,10 @@
-"""mteb results on disk (``<model_name>/<revision>/<Task>.json``): find, read and tabulate them with mteb's own
-result classes (``TaskResult``, ``ModelResult``)."""
+"""mteb results on disk (``<model_name>/<revision>/<Task>.json``), read with mteb's own ``ResultCache`` into its
+``BenchmarkResults``; one `EvalRow` per (task, split, subset) for the tables that show them."""
 
 from __future__ import annotations
 
-import json
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,14 +13,51 @@ logger = logging.getLogger(__name__)
 
 # The retrieval metrics shown next to each task (mteb's score keys), in order.
 TABLE_METRICS = {"ndcg_at_10": "nDCG@10", "recall_at_10": "Recall@10", "mrr_at_10": "MRR@10"}
+LAYOUT = ("mteb's layout DIR/results/<model_name>/<revision>/<Task>.json (DIR as passed to `hf-dumpembed eval "
+          "--results-dir`), or the results/ folder itself")
 
 
-def result_files(results_dir: Path) -> list[Path]:
-    """Task files of mteb's layout under ``results_dir`` (itself, or the ``results/`` inside a ResultCache)."""
-    files: list[Path] = []
-    for base in (results_dir, results_dir / "results"):
-        files += [p for p in base.glob("*/*/*.json") if p.name != "model_meta.json"]
-    return sorted(set(files))
+@dataclass(frozen=True)
+class EvalRow:
+    """One (task, split, subset) result: its main score and every numeric score mteb recorded."""
+
+    task: str
+    split: str
+    subset: str
+    main_score: float
+    scores: dict[str, float]
+
+
+def eval_rows(task_results: Iterable[Any]) -> list[EvalRow]:
+    """The rows of mteb ``TaskResult`` objects, in their order."""
+    rows = []
+    for task_result in task_results:
+        for split, entries in task_result.scores.items():
+            for entry in entries:
+                scores = {k: float(v) for k, v in entry.items() if isinstance(v, (int, float))}
+                rows.append(EvalRow(task_result.task_name, split, str(entry.get("hf_subset", "default")),
+                                    float(entry["main_score"]), scores))
+    return rows
+
+
+def result_cache(results_dir: str | Path) -> Any:
+    """mteb's ``ResultCache`` over ``results_dir``: a cache root (it holds ``results/``), or that ``results/``."""
+    from mteb.cache import ResultCache
+
+    results_dir = Path(results_dir)
+    if not results_dir.is_dir():
+        raise FileNotFoundError(f"The results folder {results_dir} does not exist; run `hf-dumpembed eval` first.")
+    if (results_dir / "results").is_dir():
+        return ResultCache(results_dir)
+    if results_dir.name == "results":
+        return ResultCache(results_dir.parent)
+    raise ValueError(f"No mteb results under {results_dir}: expected {LAYOUT}, as written by `hf-dumpembed eval`.")
+
+
+def result_files(results_dir: str | Path) -> list[Path]:
+    """Task files of mteb's layout under ``results_dir`` (a cache root or its ``results/``), sorted."""
+    cache = result_cache(results_dir)
+    return sorted(cache.get_cache_paths(require_model_meta=False, include_remote=False))
 
 
 def read_task_result(path: Path) -> Any:
@@ -33,28 +70,29 @@ def read_task_result(path: Path) -> Any:
         raise ValueError(f"{path} is not a valid mteb result file: {error}") from error
 
 
-def result_identity(revision_dir: Path) -> tuple[str, str]:
-    """(model name, revision) from mteb's ``model_meta.json``, else from the folder names as mteb does."""
-    meta_path = revision_dir / "model_meta.json"
-    if meta_path.exists():
-        meta = json.loads(meta_path.read_text())
-        return str(meta["name"]), str(meta.get("revision") or revision_dir.name)
-    return revision_dir.parent.name.replace("__", "/"), revision_dir.name
+def load_results(results_dir: str | Path) -> Any:
+    """Every model revision under ``results_dir`` as mteb's ``BenchmarkResults`` (``ResultCache.load_results``),
+    model revisions and their tasks in name order; an error naming the file when one is not a valid result."""
+    cache = result_cache(results_dir)
+    try:
+        results = cache.load_results(require_model_meta=False, include_remote=False)
+    except Exception:
+        for path in result_files(results_dir):
+            read_task_result(path)  # raises, naming the broken file
+        raise
+    if not results.model_results:
+        raise ValueError(f"{results_dir} holds no mteb results: expected {LAYOUT}, as written by `hf-dumpembed eval`.")
+    for model_result in results.model_results:
+        model_result.task_results.sort(key=lambda t: t.task_name)
+    results.model_results.sort(key=lambda r: (r.model_name, str(r.model_revision or "")))
+    return results
 
 
-# The retrieval metrics the card shows next to each task's main score.
-METRICS = TABLE_METRICS
-
-
-@dataclass(frozen=True)
-class EvalRow:
-    """One (task, split, subset) line of the evaluation table."""
-
-    task: str
-    split: str
-    subset: str
-    main_score: float
-    metrics: dict[str, float]
+def embed_dim(model_result: Any) -> int | None:
+    """The output dimension recorded in the revision's ``model_meta.json`` (None when there is none)."""
+    meta = getattr(model_result, "model_meta", None)
+    dim = getattr(meta, "embed_dim", None)
+    return int(dim) if dim else None
 
 
 @dataclass(frozen=True)
@@ -69,27 +107,7 @@ class EvalTable:
     @property
     def metric_columns(self) -> list[str]:
         """Metrics every row has (a column is shown only when no cell would be empty)."""
-        return [key for key in METRICS if all(key in row.metrics for row in self.rows)]
-
-
-def load_model_results(results_dir: str | Path) -> list[Any]:
-    """Every model revision under ``results_dir`` as mteb ``ModelResult`` objects (``TaskResult.from_disk``)."""
-    from mteb.results import ModelResult
-
-    results_dir = Path(results_dir)
-    if not results_dir.is_dir():
-        raise FileNotFoundError(f"The results folder {results_dir} does not exist; run `hf-dumpembed eval` first.")
-    grouped: dict[tuple[str, str], list[Any]] = {}
-    for path in result_files(results_dir):
-        grouped.setdefault(result_identity(path.parent), []).append(read_task_result(path))
-    if not grouped:
-        raise ValueError(
-            f"No mteb results under {results_dir}: expected mteb's layout <model_name>/<revision>/<Task>.json "
-            "(directly or under results/), as written by `hf-dumpembed eval`."
-        )
-    return [
-        ModelResult(model_name=name, model_revision=rev, task_results=tasks) for (name, rev), tasks in grouped.items()
-    ]
+        return [key for key in TABLE_METRICS if all(key in row.scores for row in self.rows)]
 
 
 def _matches(model_name: str, wanted: list[str]) -> bool:
@@ -124,15 +142,7 @@ def select_model_result(model_results: list[Any], wanted: list[str], results_dir
 def eval_table(results_dir: str | Path, model_names: list[str]) -> EvalTable:
     """The evaluation table of the model named like ``model_names`` in ``results_dir`` (mteb results layout)."""
     results_dir = Path(results_dir)
-    chosen = select_model_result(load_model_results(results_dir), model_names, results_dir)
-    rows = []
-    versions = set()
-    for task_result in sorted(chosen.task_results, key=lambda t: t.task_name):
-        versions.add(task_result.mteb_version or "")
-        for split, entries in task_result.scores.items():
-            for entry in entries:
-                metrics = {k: float(entry[k]) for k in METRICS if isinstance(entry.get(k), (int, float))}
-                rows.append(EvalRow(task_result.task_name, split, str(entry["hf_subset"]),
-                                    float(entry["main_score"]), metrics))
-    return EvalTable(chosen.model_name, str(chosen.model_revision or ""), ", ".join(sorted(v for v in versions if v)),
-                     rows)
+    chosen = select_model_result(load_results(results_dir).model_results, model_names, results_dir)
+    versions = sorted({t.mteb_version for t in chosen.task_results if t.mteb_version})
+    return EvalTable(chosen.model_name, str(chosen.model_revision or ""), ", ".join(versions),
+                     eval_rows(chosen.task_results))

@@ -6,21 +6,11 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._utils.tables import render_text
 from .presets import DEFAULT_DATA_DIR, dataset_build_error, expand_task_names, official_task
-from .results import TABLE_METRICS
+from .results import TABLE_METRICS, EvalRow, eval_rows
 
 logger = logging.getLogger(__name__)
-
-
-
-@dataclass(frozen=True)
-class EvalRow:
-    """One (task, split, subset) result."""
-
-    task: str
-    split: str
-    subset: str
-    scores: dict[str, float]
 
 
 @dataclass(frozen=True)
@@ -34,13 +24,11 @@ class EvalRun:
 
     def table(self) -> str:
         """A plain-text table: task, split, subset, nDCG@10, Recall@10, MRR@10."""
-        header = f"{'task':<34} {'split':<6} {'subset':<8} " + " ".join(f"{v:>9}" for v in TABLE_METRICS.values())
-        lines = [f"{self.model_name} @ {self.revision}", header, "-" * len(header)]
-        for row in self.rows:
-            cells = " ".join(f"{row.scores.get(k, float('nan')):>9.4f}" for k in TABLE_METRICS)
-            lines.append(f"{row.task:<34} {row.split:<6} {row.subset:<8} {cells}")
-        lines.append(f"results: {self.results_folder}")
-        return "\n".join(lines)
+        header = ["task", "split", "subset", *TABLE_METRICS.values()]
+        rows = [[row.task, row.split, row.subset, *(f"{row.scores.get(k, float('nan')):.4f}" for k in TABLE_METRICS)]
+                for row in self.rows]
+        return "\n".join([f"{self.model_name} @ {self.revision}", render_text(header, rows),
+                          f"results: {self.results_folder}"])
 
 
 def load_tasks(specs: list[str], data_dir: str | Path = DEFAULT_DATA_DIR) -> list:
@@ -81,7 +69,7 @@ def run_eval(
     from mteb.cache import ResultCache
     from mteb.models.sentence_transformer_wrapper import SentenceTransformerEncoderWrapper
 
-    from .submission import SubmissionOptions, build_model_meta
+    from .model_meta import SubmissionOptions, build_model_meta
 
     model_dir = Path(model_dir)
     if not (model_dir / "config.json").is_file():
@@ -107,11 +95,5 @@ def run_eval(
                                           encode_kwargs={"batch_size": batch_size}).task_results
         except DatasetGenerationError as error:  # tasks finished before this one keep their result files
             raise dataset_build_error(error, [t.metadata.name for t in group]) from error
-    rows = []
-    for task_result in task_results:
-        for split, entries in task_result.scores.items():
-            for entry in entries:
-                scores = {k: float(v) for k, v in entry.items() if isinstance(v, (int, float))}
-                rows.append(EvalRow(task_result.task_name, split, str(entry.get("hf_subset", "default")), scores))
     folder = cache.cache_path / "results" / meta.model_name_as_path() / meta.revision
-    return EvalRun(model_name=meta.name, revision=meta.revision, results_folder=folder, rows=rows)
+    return EvalRun(model_name=meta.name, revision=meta.revision, results_folder=folder, rows=eval_rows(task_results))

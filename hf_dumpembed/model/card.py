@@ -13,7 +13,10 @@ from typing import Any
 
 from huggingface_hub import ModelCard, ModelCardData
 
+from .._utils.tables import render_markdown
 from ..data.assets import EMBEDDED_MODELS
+from .backbone import is_decoder_folder
+from .exportable import stock_export_blocker
 
 TEMPLATE = Path(__file__).resolve().parent.parent / "model_cards" / "dumpembed.md"
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
@@ -232,22 +235,20 @@ def training_context(model_dir: Path, config: dict[str, Any]) -> dict[str, Any] 
 
 def evaluation_context(results_dir: str | Path, names: list[str], model_name: str | None) -> dict[str, Any]:
     """The evaluation table from mteb results under ``results_dir``."""
-    from ..evaluation.results import METRICS, eval_table
+    from ..evaluation.results import TABLE_METRICS, eval_table
 
     table = eval_table(results_dir, [model_name] if model_name else names)
     columns = table.metric_columns
-    header = ["task", "split", "subset", *[METRICS[c] for c in columns], "main score"]
+    header = ["task", "split", "subset", *[TABLE_METRICS[c] for c in columns], "main score"]
     body = [
-        [f"`{row.task}`", row.split, row.subset, *[f"{row.metrics[c]:.4f}" for c in columns], f"{row.main_score:.4f}"]
+        [f"`{row.task}`", row.split, row.subset, *[f"{row.scores[c]:.4f}" for c in columns], f"{row.main_score:.4f}"]
         for row in table.rows
     ]
     return {
         "model_name": table.model_name,
         "revision": table.revision,
         "mteb_version": table.mteb_version,
-        "header": "| " + " | ".join(header) + " |",
-        "rule": "|" + "---|" * len(header),
-        "body": ["| " + " | ".join(cells) + " |" for cells in body],
+        "table": render_markdown(header, body),
         "tasks": sorted({row.task for row in table.rows}),
     }
 
@@ -337,11 +338,10 @@ def card_context(
             f"Inputs are truncated to {tokenizer_config['model_max_length']} tokens, [DUMP] and special tokens "
             "included."
         )
-    if not stock and config.get("pooling") == "mean_no_dump":
-        limitations.append(
-            "Loading needs `trust_remote_code=True`: the mean without the [DUMP] slots has no stock "
-            "sentence-transformers equivalent, so this model has no stock export."
-        )
+    blocker = stock_export_blocker(config)
+    if not stock and blocker is not None:
+        limitations.append(f"Loading needs `trust_remote_code=True`: this model {blocker}, which stock "
+                           "sentence-transformers modules cannot express, so it has no stock export.")
     elif not stock:
         limitations.append("Loading needs `trust_remote_code=True` (or use the stock export, which does not).")
 
@@ -363,12 +363,12 @@ def card_context(
         "stock": stock,
         "st_modules": st_module_names(model_dir, config, stock),
         "base_model_display": base_model or text_config.get("_name_or_path", text_config["model_type"]),
-        "backbone_kind": "decoder" if config.get("pooling") == "last" else "encoder",
+        "backbone_kind": "decoder" if is_decoder_folder(config) else "encoder",
         "backbone_shape": backbone_shape(text_config),
         "num_dump_tokens": k,
         "dump_rows": _dump_rows(model_dir, config),
         "pooling_text": POOLING_TEXT[config.get("pooling", "cls")],
-        "stock_exportable": config.get("pooling") != "mean_no_dump",
+        "stock_blocker": blocker,
         "projected": projection is not None,
         "projection": projection,
         "training": training,

@@ -21,13 +21,12 @@ from sentence_transformers.sentence_transformer.modules import Dense, Normalize,
 from .._utils.atomic import output_lock
 from .._utils.folders import check_output_dir, staged_output
 from ..remote import DumpEmbedModel
+from .exportable import ST_POOLING, stock_export_blocker
 from .folder_check import require_dumpembed_folder
 from .st_files import DEFAULT_PROMPTS
 from .stock_compat import make_portable
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
-# DumpEmbed pooling -> sentence-transformers Pooling mode (both are safe under left and right padding).
-ST_POOLING = {"cls": "cls", "last": "lasttoken", "mean": "mean"}
 
 
 def projection_is_identity(model: DumpEmbedModel) -> bool:
@@ -52,12 +51,6 @@ def projection_as_dense(model: DumpEmbedModel) -> Dense:
     )
 
 
-def stock_exportable(model_dir: str | Path) -> bool:
-    """Whether stock sentence-transformers modules can reproduce this folder exactly (see `export_stock_st`)."""
-    config = json.loads((Path(model_dir) / "config.json").read_text())
-    return config.get("pooling") in ST_POOLING and config.get("prompt_mode") is None
-
-
 def export_stock_st(model_dir: str | Path, out_dir: str | Path, overwrite: bool = False,
                     check: Callable[[Path], None] | None = None) -> Path:
     """Write ``out_dir`` as a stock sentence-transformers model reproducing ``model_dir``'s vectors.
@@ -74,18 +67,13 @@ def export_stock_st(model_dir: str | Path, out_dir: str | Path, overwrite: bool 
 
 def _export(model_dir: Path, out_dir: str | Path, overwrite: bool, check: Callable[[Path], None] | None) -> Path:
     model = DumpEmbedModel.from_pretrained(model_dir, dtype=torch.float32)
-    if model.config.prompt_mode is not None:
-        raise ValueError(
-            f"{model_dir} composes a {model.config.prompt_mode!r} prompt inside the model, which stock "
-            "sentence-transformers modules cannot express; serve it with remote code (trust_remote_code=True)."
-        )
-    if model.config.pooling not in ST_POOLING:
-        raise ValueError(
-            f"{model_dir} pools with {model.config.pooling!r} (the mean without the [DUMP] slots), which stock "
-            "sentence-transformers Pooling cannot express exactly (its include_prompt=False would also drop "
-            "[CLS]); serve it with remote code (trust_remote_code=True), or rebuild with --pooling mean to get a "
-            "stock-exportable model."
-        )
+    blocker = stock_export_blocker(model.config.to_dict())
+    if blocker is not None:
+        rebuild = "" if model.config.prompt_mode is not None else (
+            " (Pooling's include_prompt=False would also drop [CLS]); or rebuild with --pooling mean to get a "
+            "stock-exportable model")
+        raise ValueError(f"{model_dir} {blocker}, which stock sentence-transformers modules cannot express exactly: "
+                         f"serve it with remote code (trust_remote_code=True){rebuild}.")
     with staged_output(out_dir, overwrite=overwrite, inputs=[model_dir]) as staging:
         backbone_dir = staging / "_backbone"
         model.backbone.save_pretrained(backbone_dir, safe_serialization=True)

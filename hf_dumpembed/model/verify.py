@@ -67,24 +67,44 @@ def encode_with_mteb(model_dir: str | Path, texts: list[str]) -> np.ndarray:
     )
 
 
+def max_abs_diff(vectors: np.ndarray, reference: np.ndarray) -> float:
+    """Largest |difference| between two sets of vectors; inf when their shapes differ (NaN stays NaN: not ok)."""
+    vectors, reference = np.asarray(vectors), np.asarray(reference)
+    return float(np.abs(vectors - reference).max()) if vectors.shape == reference.shape else float("inf")
+
+
 @dataclass
 class ParityReport:
-    """Max absolute difference of each load path's vectors from the AutoModel reference."""
+    """Max absolute difference of each load path's vectors from the reference's (the one parity checker: the
+    in-process `check_load_paths` and the push's fresh-process load both fill it)."""
 
     reference: str = "automodel"
     max_abs_diff: dict[str, float] = field(default_factory=dict)
     dimension: int = 0
     tolerance: float = 1e-5
 
+    def passes(self, path: str) -> bool:
+        return self.max_abs_diff[path] <= self.tolerance  # NaN fails
+
     @property
     def ok(self) -> bool:
-        return all(diff <= self.tolerance for diff in self.max_abs_diff.values())
+        return all(self.passes(path) for path in self.max_abs_diff)
 
     def describe(self) -> str:
         lines = [f"embedding dimension {self.dimension}; max |Δ| vs {self.reference} (tolerance {self.tolerance:g}):"]
         for path, diff in self.max_abs_diff.items():
-            lines.append(f"  {path:<24} {diff:.2e}  {'ok' if diff <= self.tolerance else 'MISMATCH'}")
+            lines.append(f"  {path:<24} {diff:.2e}  {'ok' if self.passes(path) else 'MISMATCH'}")
         return "\n".join(lines)
+
+
+def compare_vectors(reference: np.ndarray, others: dict[str, np.ndarray], tolerance: float = 1e-5,
+                    reference_name: str = "automodel") -> ParityReport:
+    """The parity of each of ``others`` (load path -> vectors) with ``reference``."""
+    reference = np.asarray(reference)
+    report = ParityReport(reference=reference_name, dimension=int(reference.shape[-1]), tolerance=tolerance)
+    for name, vectors in others.items():
+        report.max_abs_diff[name] = max_abs_diff(vectors, reference)
+    return report
 
 
 def check_load_paths(
@@ -114,9 +134,7 @@ def check_load_paths(
         others["stock export (no remote)"] = encode_with_sentence_transformers(
             stock_export_dir, texts, trust_remote_code=False
         )
-    report = ParityReport(dimension=reference.shape[1], tolerance=tolerance)
     for name, vectors in others.items():
         if vectors.shape != reference.shape:
             raise ValueError(f"{name} gives vectors of shape {vectors.shape}, AutoModel gives {reference.shape}.")
-        report.max_abs_diff[name] = float(np.abs(vectors - reference).max())
-    return report
+    return compare_vectors(reference, others, tolerance)

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from .baselines import ORACLE_GRID
-from .linear import EIGEN_EPS
+from .linear import SPECTRAL_EPS, tempered_scale
 from .stats import Spectrum
 
 REFERENCE = "reference"
@@ -168,7 +168,7 @@ def candidate_labels(grid: Sequence[float], prefix: bool = True, uncentred: bool
 
 def score_candidates(spectrum: Spectrum, queries: np.ndarray, documents: np.ndarray, ks: np.ndarray,
                      reference_gamma: np.ndarray, labels: list[str],
-                     eps: float = EIGEN_EPS) -> tuple[np.ndarray, np.ndarray]:
+                     eps: float = SPECTRAL_EPS) -> tuple[np.ndarray, np.ndarray]:
     """Mean inverse-cloze and fidelity nDCG@10 of every candidate at every k: two (len(ks), len(labels)) arrays.
 
     Each candidate costs one (2m × m) product in float32: the pseudo-queries and the texts against the texts,
@@ -196,7 +196,7 @@ def score_candidates(spectrum: Spectrum, queries: np.ndarray, documents: np.ndar
                 else:
                     keep_mean = label.startswith(UNCENTRED)
                     gamma = float(reference_gamma[k - 1]) if label == REFERENCE else float(label.lstrip(UNCENTRED))
-                    scale = torch.from_numpy((eigenvalues[:k] + eps) ** (-gamma / 2.0))
+                    scale = torch.from_numpy(tempered_scale(eigenvalues[:k], gamma, eps))
                     vectors = (rotated[keep_mean] * scale).float()
                 cloze[row, col], fidelity[row, col] = _pair_and_neighbour_ndcg(vectors, m, neighbours, discounts,
                                                                                ideal)
@@ -228,7 +228,7 @@ def _route(label: str) -> int:
 def select_auto(spectrum: Spectrum, queries: np.ndarray, documents: np.ndarray, reference_gamma: np.ndarray,
                 grid: Sequence[float] = ORACLE_GRID, prefix: bool = True, uncentred: bool = True,
                 tolerance: float = DEFAULT_TOLERANCE, ks: Sequence[int] | None = None,
-                eps: float = EIGEN_EPS) -> AutoSelection:
+                eps: float = SPECTRAL_EPS) -> AutoSelection:
     """Choose γ(k) and the route (centred, uncentred, prefix) for every k from pseudo-query vectors and their texts.
 
     ``queries`` and ``documents`` are the unit-length pooled vectors of the pseudo-queries and of their texts

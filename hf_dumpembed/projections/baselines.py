@@ -11,13 +11,13 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .linear import EIGEN_EPS, LinearMap, check_dim, tempered_matrix
+from .linear import SPECTRAL_EPS, LinearMap, check_dim, tempered_matrix
 from .stats import Spectrum
 
 ORACLE_GRID = tuple(round(0.05 * i, 2) for i in range(21))  # 0, 0.05, ..., 1 (the paper's grid)
 
 
-def gamma_map(spectrum: Spectrum, k: int, gamma: float, eps: float = EIGEN_EPS) -> LinearMap:
+def gamma_map(spectrum: Spectrum, k: int, gamma: float, eps: float = SPECTRAL_EPS) -> LinearMap:
     """γ-whitening: W = U_k diag((λ + eps)^(−γ/2)), centred."""
     return LinearMap(spectrum.mean, tempered_matrix(spectrum.eigenvectors, spectrum.eigenvalues, gamma, k, eps))
 
@@ -27,7 +27,7 @@ def pca_map(spectrum: Spectrum, k: int) -> LinearMap:
     return gamma_map(spectrum, k, 0.0)
 
 
-def whiten_map(spectrum: Spectrum, k: int, eps: float = EIGEN_EPS) -> LinearMap:
+def whiten_map(spectrum: Spectrum, k: int, eps: float = SPECTRAL_EPS) -> LinearMap:
     """Whitening: γ = 1 (unit variance along each of the top-k directions)."""
     return gamma_map(spectrum, k, 1.0, eps)
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 
+from .._utils.hashing import update_with_file
 from .._utils.public_paths import public_path
 from ..data.beir import document_text, is_beir_folder, read_jsonl
 from ..data.text_input import read_text_lines
 
 JSONL_TEXT_FIELDS = ("text", "sentence", "content", "document", "passage")
-HASH_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -45,9 +45,7 @@ def sha256_files(paths: list[Path], root: Path | None = None) -> str:
     for path in sorted(paths):
         if len(paths) > 1:
             digest.update(str(path.relative_to(root) if root else path.name).encode() + b"\0")
-        with path.open("rb") as handle:
-            while block := handle.read(HASH_CHUNK):
-                digest.update(block)
+        update_with_file(digest, path)
     return digest.hexdigest()
 
 

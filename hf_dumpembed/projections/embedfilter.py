@@ -85,11 +85,6 @@ def band_size(d: int, dim: int | None = None, ratio: int | None = None) -> int:
     return check_dim(d if dim is None else dim, d)
 
 
-def band_start(d: int, m: int) -> int:
-    """s = (d − m) // 2: the middle band V[:, s : s + m] drops ⌊(d−m)/2⌋ top and the rest bottom directions."""
-    return (d - m) // 2  # the start `band_matrix` uses (checked by tests/test_embedfilter.py)
-
-
 def embedfilter_map(basis: np.ndarray, m: int) -> LinearMap:
     """y = Bh with B = Vᵀ[s : s + m]: stored as matrix = V[:, s : s + m], mean 0 (no centering)."""
     d = basis.shape[0]

@@ -29,11 +29,18 @@ from .._utils.public_paths import public_path
 from ..model.folder_check import require_dumpembed_folder
 from ..model.prompting import PROMPT_TEMPLATES, PromptMode, prompt_mode, set_prompt_mode  # noqa: F401 - re-exported
 from ..remote import DumpEmbedModel
-from ..remote.modeling_dumpembed import SPECTRAL_EPS, DumpProjection, band_matrix, check_finite, spectral_matrix
+from ..remote.modeling_dumpembed import (
+    SPECTRAL_EPS,
+    DumpProjection,
+    band_matrix,
+    band_start,
+    check_finite,
+    spectral_matrix,
+)
 from . import baselines
 from .auto import AutoSelection, check_pseudo_queries, select_auto
 from .corpus import Corpus, read_corpus
-from .embedfilter import band_size, band_start, gram_basis
+from .embedfilter import band_size, gram_basis
 from .encode import encode_corpus, encode_texts
 from .linear import check_dim
 from .pseudo import DEFAULT_MAX_PAIRS, PseudoQueries, build_pseudo_queries

@@ -5,11 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
-from ..remote.modeling_dumpembed import SPECTRAL_EPS
-
-# SpecTemp's absolute eigenvalue regulariser in W_k = U_k diag((λ + eps)^(−γ/2)) [authors' code]: the shipped one.
-EIGEN_EPS = SPECTRAL_EPS
+from ..remote.modeling_dumpembed import SPECTRAL_EPS, spectral_scale
 
 
 def check_dim(k: int, d: int, name: str = "dim") -> int:
@@ -44,15 +42,19 @@ class LinearMap:
         return l2_normalize(y) if normalize else y
 
 
-def tempered_matrix(eigenvectors: np.ndarray, eigenvalues: np.ndarray, gamma: float, k: int,
-                    eps: float = EIGEN_EPS) -> np.ndarray:
-    """W_k = U_k · diag((λ_1..k + eps)^(−γ/2)); γ=0 is PCA, γ=1 whitening.
-
-    The float64 form of the shipped ``remote.modeling_dumpembed.spectral_matrix`` (which rounds to the stored
-    fp32); the baselines keep float64, and a test checks the two agree.
-    """
-    k = check_dim(k, eigenvectors.shape[1])
+def tempered_scale(eigenvalues: np.ndarray, gamma: float, eps: float = SPECTRAL_EPS) -> np.ndarray:
+    """(λ + eps)^(−γ/2) in float64: the shipped `remote.modeling_dumpembed.spectral_scale`, on numpy arrays."""
     if not 0.0 <= gamma <= 1.0 or not np.isfinite(gamma):
         raise ValueError(f"gamma must be in [0, 1]; got {gamma!r}.")
-    scale = (np.asarray(eigenvalues[:k], dtype=np.float64) + eps) ** (-gamma / 2.0)
-    return eigenvectors[:, :k] * scale[None, :]
+    return spectral_scale(torch.from_numpy(np.asarray(eigenvalues, dtype=np.float64)), gamma, eps).numpy()
+
+
+def tempered_matrix(eigenvectors: np.ndarray, eigenvalues: np.ndarray, gamma: float, k: int,
+                    eps: float = SPECTRAL_EPS) -> np.ndarray:
+    """W_k = U_k · diag((λ_1..k + eps)^(−γ/2)); γ=0 is PCA, γ=1 whitening.
+
+    The shipped formula (`spectral_scale`) kept in float64: the shipped ``spectral_matrix`` rounds W_k to the
+    stored fp32; the baselines keep float64.
+    """
+    k = check_dim(k, eigenvectors.shape[1])
+    return eigenvectors[:, :k] * tempered_scale(eigenvalues[:k], gamma, eps)[None, :]

@@ -17,7 +17,7 @@ from enum import Enum
 import numpy as np
 from kneed import KneeLocator
 
-from .linear import EIGEN_EPS, LinearMap, check_dim, tempered_matrix
+from .linear import SPECTRAL_EPS, LinearMap, check_dim, tempered_matrix
 from .stats import Spectrum, numerical_rank
 
 KNEEDLE_S = 0.5
@@ -130,11 +130,11 @@ class SpecTempFit:
     gamma: float
     knee: int
     map: LinearMap
-    eps: float = EIGEN_EPS
+    eps: float = SPECTRAL_EPS
 
 
 def fit_spectemp(spectrum: Spectrum, k: int, mode: SpecTempMode | str = "reference",
-                 eps: float = EIGEN_EPS) -> SpecTempFit:
+                 eps: float = SPECTRAL_EPS) -> SpecTempFit:
     """SpecTemp map for dimension ``k``: W_k = U_k diag((λ + eps)^(−γ(k)/2)), y = (x − μ) W_k, then L2."""
     k = check_dim(k, spectrum.dim)
     curve = spectemp_curve(spectrum.eigenvalues, mode, count=spectrum.count)

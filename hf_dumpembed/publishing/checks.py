@@ -231,15 +231,19 @@ def _card_problem(card: Path, repo_id: str | None = None) -> str | None:
     if not card.exists():
         return ("no model card README.md (render it with `hf-dumpembed card MODEL`, or for a stock export "
                 "`hf-dumpembed card STOCK --source MODEL`)")
-    text = card.read_text()
-    if not text.startswith("---\n") or "\n---\n" not in text[4:]:
-        return "README.md has no YAML front matter (re-render it with `hf-dumpembed card`)"
+    from huggingface_hub import metadata_load
+
     try:
-        meta = yaml.safe_load(text[4:text.index("\n---\n", 4)])
+        meta = metadata_load(card)
     except yaml.YAMLError as error:
         return f"README.md front matter is not valid YAML: {error}"
-    if not isinstance(meta, dict) or meta.get("pipeline_tag") != "sentence-similarity":
+    except ValueError:  # a front matter that is not a mapping
+        meta = {}
+    if meta is None:
+        return "README.md has no YAML front matter (re-render it with `hf-dumpembed card`)"
+    if meta.get("pipeline_tag") != "sentence-similarity":
         return "README.md front matter lacks pipeline_tag: sentence-similarity (re-render it with `hf-dumpembed card`)"
+    text = card.read_text()
     loads = card_model_id(text)
     if repo_id is not None and loads is not None and loads != repo_id:
         return (f"the card's usage snippets load {loads!r}, not {repo_id!r}: re-render it with `hf-dumpembed card "
@@ -334,10 +338,12 @@ def compare_load_paths(out: dict, report: FolderReport, tolerance: float = 1e-5,
         comparisons = {"AutoModel vs SentenceTransformer": np.asarray(out["automodel"]), **comparisons}
     if reference is not None:
         comparisons["vs the source DumpEmbed folder"] = reference
+    from ..model.verify import compare_vectors  # torch-free until a load is compared
+
+    parity = compare_vectors(document, comparisons, tolerance, reference_name="SentenceTransformer encode_document")
     bad = []
-    for name, vectors in comparisons.items():
-        diff = float(np.abs(vectors - document).max()) if vectors.shape == document.shape else float("inf")
-        (report.passed if diff <= tolerance else bad).append(f"{name}: max |Δ| {diff:.1e}")  # NaN is bad
+    for name, diff in parity.max_abs_diff.items():
+        (report.passed if parity.passes(name) else bad).append(f"{name}: max |Δ| {diff:.1e}")
     if not np.isfinite(document).all():
         report.problems.append("the vectors hold NaN or infinite values: the weights or the projection are not "
                                "finite")

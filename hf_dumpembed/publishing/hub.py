@@ -172,6 +172,8 @@ def push_folder(
 def upload(result: PushResult, staging: Path, token: str, *, private: bool, branch: str | None,
            endpoint: str | None, commit_message: str) -> None:
     """Create the repo (and branch) and commit exactly ``result.files``; stale files on the branch are deleted."""
+    # Not upload_folder(delete_patterns="*"): it commits whatever the folder holds at call time and does not say
+    # which files it deleted; explicit operations commit the verified list and report the deletions.
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 
     api = HfApi(endpoint=endpoint, token=token, library_name="hf_dumpembed")

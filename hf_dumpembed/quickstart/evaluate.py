@@ -21,7 +21,8 @@ from ..evaluation.cached import (
     save_mteb_result,
 )
 from ..evaluation.fingerprint import beir_data_sha256
-from ..evaluation.submission import content_revision
+from ..evaluation.model_meta import content_revision
+from ..model.verify import max_abs_diff
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +96,7 @@ def score_rows(rows: list[Row], tasks: dict[str, Path], cache_root: Path, result
                progress: bool = True) -> dict[str, RowResult]:
     """nDCG@10 (and mteb's other retrieval scores) of every row on every task, filed in mteb's results layout."""
     from ..evaluation.local_task import beir_task
-    from ..evaluation.submission import SubmissionOptions, build_model_meta
+    from ..evaluation.model_meta import SubmissionOptions, build_model_meta
 
     by_name = {row.name: row for row in rows}
     data = {task: load_beir(folder, "test") for task, folder in tasks.items()}
@@ -148,4 +149,4 @@ def head_shortcut_error(encoder_folder: Path, fitted_folder: Path, texts: list[s
     direct = _sentence_transformer(fitted_folder).encode_document(texts, convert_to_numpy=True)
     pooled = _sentence_transformer(encoder_folder).encode_document(texts, convert_to_numpy=True)
     via_head = apply_head(load_head(fitted_folder), np.asarray(pooled, dtype=np.float32))
-    return float(np.abs(np.asarray(direct) - via_head).max())
+    return max_abs_diff(direct, via_head)

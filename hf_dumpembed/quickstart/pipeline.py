@@ -21,7 +21,8 @@ from ..data.assets import default_decoder_path, default_encoder_path
 from ..data.beir import load_beir
 from ..model.builder import BuildOptions, build
 from ..model.card import write_card
-from ..model.export import export_stock_st, stock_exportable
+from ..model.export import export_stock_st
+from ..model.exportable import stock_exportable
 from ..model.verify import ParityReport, check_load_paths
 from ..projections.fit import FitOptions, fit_projections
 from ..publishing.hub import push_folder

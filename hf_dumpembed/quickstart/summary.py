@@ -7,6 +7,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from .._utils.tables import percent, relative_change, render_text
 from ..projections.plots import pyplot
 from .evaluate import RowResult
 from .steps import StepRecord
@@ -26,17 +27,11 @@ def results_table(results: list[RowResult], tasks: list[str], baseline: str | No
     rows = []
     for result in results:
         mean = result.mean_ndcg(tasks)
-        change = "" if base_mean is None or mean is None or result is base else f"{100 * (mean / base_mean - 1):+.2f}%"
+        change = None if result is base else relative_change(mean, base_mean)
         speed = "-" if result.texts_per_second is None else f"{result.texts_per_second:.0f}"
         rows.append([result.row.label, str(result.dim), *[_cell(result.ndcg(t)) for t in tasks], _cell(mean),
-                     change, speed])
-    widths = [max(len(line[i]) for line in [header, *rows]) for i in range(len(header))]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths,
-                                                                                               strict=True)))
-
-    return "\n".join([line(header), "  ".join("-" * w for w in widths), *[line(r) for r in rows]])
+                     percent(change), speed])
+    return render_text(header, rows)
 
 
 def write_summary(path: Path, payload: dict[str, Any], results: list[RowResult], tasks: list[str],

@@ -44,6 +44,12 @@ SPECTRAL_EPS = 1e-6
 AUTO_ROUTES = ("centred", "uncentred", "prefix")
 
 
+def spectral_scale(eigenvalues: torch.Tensor, gamma: torch.Tensor | float, eps: float = SPECTRAL_EPS) -> torch.Tensor:
+    """SpecTemp's per-direction scale (λ + eps)^(−γ/2) in float64: γ=0 is PCA, γ=1 whitening."""
+    gamma = torch.as_tensor(gamma, dtype=torch.float64)
+    return (eigenvalues.double() + eps) ** (-gamma / 2)
+
+
 def spectral_matrix(basis: torch.Tensor, eigenvalues: torch.Tensor, gamma: torch.Tensor | float, k: int,
                     eps: float = SPECTRAL_EPS) -> torch.Tensor:
     """W_k = U_k diag((λ_1..k + eps)^(−γ/2)), computed in float64 from the stored fp32 tensors, returned fp32.
@@ -51,14 +57,17 @@ def spectral_matrix(basis: torch.Tensor, eigenvalues: torch.Tensor, gamma: torch
     The fit writes its stored matrix with this same function, so choosing k at load time gives the same
     matrix, bit for bit, as fitting at k.
     """
-    gamma = torch.as_tensor(gamma, dtype=torch.float64)
-    scale = (eigenvalues[:k].double() + eps) ** (-gamma / 2)
-    return (basis[:, :k].double() * scale[None, :]).float()
+    return (basis[:, :k].double() * spectral_scale(eigenvalues[:k], gamma, eps)[None, :]).float()
+
+
+def band_start(d: int, k: int) -> int:
+    """s = (d − k) // 2: the middle band of k of d directions drops ⌊(d−k)/2⌋ top and the rest bottom ones."""
+    return (d - k) // 2
 
 
 def band_matrix(basis: torch.Tensor, k: int) -> torch.Tensor:
-    """The middle band of k columns of a basis sorted by descending singular value: columns s..s+k, s=(d−k)//2."""
-    start = (basis.shape[1] - k) // 2
+    """The middle band of k columns of a basis sorted by descending singular value: columns s..s+k (`band_start`)."""
+    start = band_start(basis.shape[1], k)
     return basis[:, start : start + k].clone()
 
 

@@ -10,18 +10,23 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import yaml
+from pydantic import BeforeValidator, ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr, TypeAdapter
+from pydantic import ValidationError as _PydanticError
 
 DATA_FORMATS = ("auto", "jsonl", "hf", "beir", "rlhn", "mldr")
 LOSSES = ("cached_mnrl", "mnrl")
 PRECISIONS = ("auto", "bf16", "fp32")
 EMBEDDED_BACKBONES = {"embedded:encoder": "default_encoder_path", "embedded:decoder": "default_decoder_path"}
+# pydantic checks each YAML section against these dataclasses: unknown keys are refused, scalars are not coerced
+# (an integer is accepted where a number is expected), strings are non-empty, and an empty section means defaults.
+_SCHEMA: ConfigDict = ConfigDict(extra="forbid", str_min_length=1)
+_EMPTY_IS_DEFAULT = BeforeValidator(lambda value: {} if value is None else value)
 
 
 @dataclass(frozen=True)
@@ -32,13 +37,15 @@ class MiningConfig:
     folder); the other fields are passed to ``mine_hard_negatives`` unchanged.
     """
 
-    model: str | None = None
-    range_min: int = 0
-    range_max: int | None = 50
-    relative_margin: float | None = 0.05
+    __pydantic_config__: ClassVar[ConfigDict] = _SCHEMA
+
+    model: StrictStr | None = None
+    range_min: StrictInt = 0
+    range_max: StrictInt | None = 50
+    relative_margin: StrictFloat | None = 0.05
     sampling_strategy: Literal["top", "random"] = "top"
-    batch_size: int = 32
-    cache_dir: str | None = None  # None = <checkpoint_dir>/mined
+    batch_size: StrictInt = 32
+    cache_dir: StrictStr | None = None  # None = <checkpoint_dir>/mined
 
 
 @dataclass(frozen=True)
@@ -60,16 +67,18 @@ class DataConfig:
         mining: how BEIR folders get their hard negatives.
     """
 
-    path: str
+    __pydantic_config__: ClassVar[ConfigDict] = _SCHEMA
+
+    path: StrictStr
     format: Literal["auto", "jsonl", "hf", "beir", "rlhn", "mldr"] = "auto"
-    name: str | None = None
-    split: str = "train"
-    columns: dict[str, str] | None = None
-    num_negatives: int = 1
-    max_rows: int | None = None
-    sample_seed: int = 0
-    lenient: bool = False
-    mining: MiningConfig = field(default_factory=MiningConfig)
+    name: StrictStr | None = None
+    split: StrictStr = "train"
+    columns: dict[StrictStr, StrictStr] | None = None
+    num_negatives: StrictInt = 1
+    max_rows: StrictInt | None = None
+    sample_seed: StrictInt = 0
+    lenient: StrictBool = False
+    mining: Annotated[MiningConfig, _EMPTY_IS_DEFAULT] = field(default_factory=MiningConfig)
 
 
 @dataclass(frozen=True)
@@ -81,38 +90,42 @@ class ModelConfig:
     ``num_dump_tokens``, ``pooling``, ``init`` and ``init_seed`` apply to ``backbone`` only.
     """
 
-    backbone: str | None = None
-    init_from: str | None = None
-    num_dump_tokens: int = 4
+    __pydantic_config__: ClassVar[ConfigDict] = _SCHEMA
+
+    backbone: StrictStr | None = None
+    init_from: StrictStr | None = None
+    num_dump_tokens: StrictInt = 4
     pooling: Literal["auto", "cls", "last", "mean", "mean_no_dump"] | None = "auto"
     init: Literal["auto", "sep", "mean", "cls", "normal", "token"] = "auto"
-    init_token: str | None = None
-    init_seed: int = 0
-    max_seq_length: int | None = None
+    init_token: StrictStr | None = None
+    init_seed: StrictInt = 0
+    max_seq_length: StrictInt | None = None
 
 
 @dataclass(frozen=True)
 class HyperParameters:
     """The recipe (defaults = the [DUMP] paper's: InfoNCE scale 20, lr 1e-4, 1 epoch, GradCache, bf16)."""
 
+    __pydantic_config__: ClassVar[ConfigDict] = _SCHEMA
+
     loss: Literal["cached_mnrl", "mnrl"] = "cached_mnrl"
-    scale: float = 20.0
-    batch_size: int = 256  # per device; the global batch is batch_size x world size
-    mini_batch_size: int | None = None  # GradCache chunk; None = min(32, batch_size)
-    learning_rate: float = 1e-4
-    dump_learning_rate: float | None = None  # the [DUMP] rows' own learning rate (None = learning_rate)
-    warmup_ratio: float = 0.05
-    weight_decay: float = 0.0
-    lr_scheduler: str = "linear"
-    epochs: float = 1.0
-    max_steps: int | None = None
+    scale: StrictFloat = 20.0
+    batch_size: StrictInt = 256  # per device; the global batch is batch_size x world size
+    mini_batch_size: StrictInt | None = None  # GradCache chunk; None = min(32, batch_size)
+    learning_rate: StrictFloat = 1e-4
+    dump_learning_rate: StrictFloat | None = None  # the [DUMP] rows' own learning rate (None = learning_rate)
+    warmup_ratio: StrictFloat = 0.05
+    weight_decay: StrictFloat = 0.0
+    lr_scheduler: StrictStr = "linear"
+    epochs: StrictFloat = 1.0
+    max_steps: StrictInt | None = None
     precision: Literal["auto", "bf16", "fp32"] = "auto"
-    gradient_checkpointing: bool = False
-    gather_across_devices: bool = True
-    no_duplicates: bool = True
-    save_steps: int = 100
-    save_total_limit: int | None = 2
-    logging_steps: int = 10
+    gradient_checkpointing: StrictBool = False
+    gather_across_devices: StrictBool = True
+    no_duplicates: StrictBool = True
+    save_steps: StrictInt = 100
+    save_total_limit: StrictInt | None = 2
+    logging_steps: StrictInt = 10
 
 
 @dataclass(frozen=True)
@@ -121,11 +134,11 @@ class TrainConfig:
 
     model: ModelConfig
     data: tuple[DataConfig, ...]
-    output: str
-    training: HyperParameters = field(default_factory=HyperParameters)
-    seed: int = 42
-    checkpoint_dir: str | None = None
-    overwrite: bool = False
+    output: StrictStr
+    training: Annotated[HyperParameters, _EMPTY_IS_DEFAULT] = field(default_factory=HyperParameters)
+    seed: StrictInt = 42
+    checkpoint_dir: StrictStr | None = None
+    overwrite: StrictBool = False
 
     @property
     def checkpoint_path(self) -> Path:
@@ -142,75 +155,73 @@ class ConfigError(ValueError):
     """A config file that cannot define a run; the message names the key, the value and the fix."""
 
 
-def _type_name(annotation: Any) -> str:
-    return getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
+_MESSAGES = {
+    "int_type": "must be an integer", "float_type": "must be a number", "bool_type": "must be true or false",
+    "string_type": "must be a non-empty string", "string_too_short": "must be a non-empty string",
+    "dict_type": "must be a mapping of strings to strings", "dataclass_type": "must be a mapping of keys to values",
+}
 
 
-def _coerce(value: Any, annotation: Any, where: str) -> Any:
-    """Check ``value`` against a (simple) type annotation; YAML ints are accepted where floats are expected."""
-    origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):
-        options = typing.get_args(annotation)
-        if value is None and type(None) in options:
+def _key(where: str, loc: tuple) -> str:
+    parts = [where] if where else []
+    return ".".join(parts + [str(part) for part in loc])
+
+
+def _section_type(cls: type, loc: tuple) -> Any:
+    """The dataclass (or other type) at ``loc`` inside ``cls``, following the field annotations."""
+    annotation: Any = cls
+    for part in loc:
+        if not dataclasses.is_dataclass(annotation):
             return None
-        errors = []
-        for option in options:
-            if option is type(None):
-                continue
-            try:
-                return _coerce(value, option, where)
-            except ConfigError as error:
-                errors.append(str(error))
-        raise ConfigError(errors[0] if len(errors) == 1 else f"{where}: got {value!r}; expected {annotation}.")
-    if origin is Literal:
-        allowed = typing.get_args(annotation)
-        if value not in allowed:
-            raise ConfigError(f"{where} must be one of {allowed}; got {value!r}.")
-        return value
-    if origin is dict:
-        if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-            raise ConfigError(f"{where} must be a mapping of strings to strings; got {value!r}.")
-        return dict(value)
-    if annotation is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{where} must be a number; got {value!r}.")
-        return float(value)
-    if annotation is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{where} must be an integer; got {value!r}.")
-        return value
-    if annotation is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{where} must be true or false; got {value!r}.")
-        return value
-    if annotation is str:
-        if not isinstance(value, str) or not value:
-            raise ConfigError(f"{where} must be a non-empty string; got {value!r}.")
-        return value
-    if dataclasses.is_dataclass(annotation):
-        return _build(annotation, value, where)
-    raise ConfigError(f"{where}: unsupported type {_type_name(annotation)}.")
+        annotation = typing.get_type_hints(annotation)[part]
+        while typing.get_origin(annotation) is Annotated:
+            annotation = typing.get_args(annotation)[0]
+        options = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if type(None) in typing.get_args(annotation) and len(options) == 1:  # X | None: X
+            annotation = options[0]
+    return annotation
+
+
+def _config_error(cls: type, error: _PydanticError, where: str, raw: dict) -> ConfigError:
+    """pydantic's first complaint as one sentence naming the key, the value and what is allowed."""
+    errors = error.errors()
+    unknown = [e for e in errors if e["type"] == "unexpected_keyword_argument"]
+    if unknown:
+        parent = unknown[0]["loc"][:-1]
+        names = sorted(str(e["loc"][-1]) for e in unknown if e["loc"][:-1] == parent)
+        allowed = sorted(f.name for f in dataclasses.fields(_section_type(cls, parent)))
+        prefix = f"{_key(where, parent)}: " if _key(where, parent) else ""
+        return ConfigError(f"{prefix}unknown key(s) {names}; allowed keys: {allowed}.")
+    first = errors[0]
+    loc, kind, value = first["loc"], first["type"], first.get("input")
+    if len(loc) > 1 and typing.get_origin(_section_type(cls, loc[:-1])) is dict:  # a bad entry: show the mapping
+        loc, kind = loc[:-1], "dict_type"
+        value = raw
+        for part in loc:
+            value = value[part]
+    key = _key(where, loc)
+    if kind == "missing":
+        return ConfigError(f"{key} is required.")
+    if kind == "literal_error":
+        annotation = _section_type(cls, first["loc"])
+        allowed = tuple(a for arg in typing.get_args(annotation) for a in (typing.get_args(arg) or [arg])
+                        if a is not type(None))
+        return ConfigError(f"{key} must be one of {allowed}; got {value!r}.")
+    if kind in _MESSAGES:
+        return ConfigError(f"{key} {_MESSAGES[kind]}; got {value!r}.")
+    return ConfigError(f"{key}: {first['msg']}; got {value!r}.")
 
 
 def _build(cls: type, raw: Any, where: str) -> Any:
-    """Instantiate dataclass ``cls`` from a YAML mapping, refusing unknown keys and missing required ones."""
+    """Instantiate dataclass ``cls`` from a YAML mapping with pydantic, refusing unknown keys and missing ones."""
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{where} must be a mapping of keys to values; got {raw!r}.")
-    hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(raw) - set(fields))
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {unknown}; allowed keys: {sorted(fields)}.")
-    values = {}
-    for name, spec in fields.items():
-        key = f"{where}.{name}" if where else name
-        if name in raw:
-            values[name] = _coerce(raw[name], hints[name], key)
-        elif spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING:
-            raise ConfigError(f"{key} is required.")
-    return cls(**values)
+    try:
+        return TypeAdapter(cls).validate_python(raw)
+    except _PydanticError as error:
+        raise _config_error(cls, error, where, raw) from None
 
 
 def _positive(value: float | int | None, key: str, allow_zero: bool = False) -> None:
@@ -306,12 +317,14 @@ def config_from_dict(raw: Any, source: str = "config") -> TrainConfig:
 
 @dataclass(frozen=True)
 class _TopLevel:
-    model: ModelConfig
-    output: str
-    training: HyperParameters = field(default_factory=HyperParameters)
-    seed: int = 42
-    checkpoint_dir: str | None = None
-    overwrite: bool = False
+    __pydantic_config__: ClassVar[ConfigDict] = _SCHEMA
+
+    model: Annotated[ModelConfig, _EMPTY_IS_DEFAULT]
+    output: StrictStr
+    training: Annotated[HyperParameters, _EMPTY_IS_DEFAULT] = field(default_factory=HyperParameters)
+    seed: StrictInt = 42
+    checkpoint_dir: StrictStr | None = None
+    overwrite: StrictBool = False
 
 
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> TrainConfig:

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-from benchmarks import Table, command_line, render_table, write_record
+from benchmarks import Table, command_line, relative_change, render_table, write_record
 from tqdm.auto import tqdm
 
 logger = logging.getLogger("bench_dump_init")
@@ -137,7 +137,7 @@ def table(results: dict[str, dict], names: list[tuple]) -> Table:
             means = [statistics.mean(results[m][mode].values()) for m in done]
             per_task = [statistics.mean(results[m][mode][t] for m in done) for t in TASKS]
             cell = means[0] if len(means) == 1 else {"mean": statistics.mean(means), "std": statistics.stdev(means)}
-            change = [mean / base - 1 for mean in means]
+            change = [relative_change(mean, base) for mean in means]
             rows.append([mode, label, len(done), *per_task, cell, statistics.mean(change)])
     return Table(columns=["pooling", "model", "seeds", *TASKS, "mean", "change vs K=0 (same pooling)"], rows=rows,
                  formats={**{t: 4 for t in TASKS}, "mean": 4, "change vs K=0 (same pooling)": "+.2%"})

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 import torch
-from benchmarks import Table, command_line, render_table, write_record
+from benchmarks import Table, command_line, relative_change, render_table, write_record
 
 logger = logging.getLogger("bench_dump_recipe")
 TASKS = ("ManPages", "PyFAQ", "StdlibCode")
@@ -161,8 +161,8 @@ def table(metrics: dict[str, dict[str, float]], variants: list[str], seeds: list
         runs = [metrics[f"{variant}-seed{s}"] for s in done]
         means = [statistics.mean(r[t] for t in TASKS) for r in runs]
         base = baseline_of(variant)
-        paired = [statistics.mean(metrics[f"{variant}-seed{s}"][t] for t in TASKS)
-                  / statistics.mean(metrics[f"{base}-seed{s}"][t] for t in TASKS) - 1
+        paired = [relative_change(statistics.mean(metrics[f"{variant}-seed{s}"][t] for t in TASKS),
+                                  statistics.mean(metrics[f"{base}-seed{s}"][t] for t in TASKS))
                   for s in done if f"{base}-seed{s}" in metrics and variant != base]
         k, pooling, init, dump_lr = VARIANTS[variant]
         label = ("SmolLM2 " if variant.startswith("D") else "") + f"K={k} {pooling}"

@@ -26,7 +26,7 @@ from datetime import date
 from pathlib import Path
 
 import torch
-from benchmarks import Table, command_line, write_record
+from benchmarks import Table, add_output_arguments, command_line, record_only, render_table, write_record
 from sentence_transformers import SentenceTransformer
 
 from hf_dumpembed._utils.machine import machine_info
@@ -71,15 +71,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats per model (default: 5)")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default: 2)")
-    parser.add_argument("--output", type=Path, default=None, help="write the results as JSON here")
-    parser.add_argument("--record-only", action="store_true",
-                        help="measure nothing: rewrite the section record's table from the --output JSON")
+    add_output_arguments(parser)
     args = parser.parse_args()
-    if args.record_only:
-        if args.output is None or not args.output.is_file():
-            raise SystemExit("--record-only reads the results of an earlier run: give --output FILE.")
-        result = json.loads(args.output.read_text())
-        write_record(SECTION, tables=record_tables(result), date=result["date"], title=TITLE, order=ORDER)
+    if record_only(args, SECTION, record_tables, TITLE, ORDER):
         return
     torch.set_num_threads(args.threads)
 
@@ -125,10 +119,7 @@ def main() -> None:
                  date=result["date"], title=TITLE, order=ORDER)
     print(f"{len(texts)} stdlib docstrings, mean {mean_length:.1f} tokens with K=0 specials; "  # noqa: T201
           f"{args.repeats} repeats, batch {args.batch_size}, {args.threads} threads")
-    print("| model | median s | texts/s | time ratio vs vanilla |\n|---|---|---|---|")  # noqa: T201
-    for row in rows:
-        print(f"| {row['model']} | {row['median_s']:.2f} | {row['texts_per_s']:.0f} | "  # noqa: T201
-              f"{row['ratio_vs_vanilla']:.3f} |")
+    print(render_table(record_tables(result)[0]))  # noqa: T201
     print(f"Expected K=4 overhead from sequence length alone: ×{result['expected_ratio_k4']:.3f}")  # noqa: T201
 
 

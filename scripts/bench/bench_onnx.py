@@ -32,7 +32,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_encode import stdlib_docstrings  # noqa: E402
-from benchmarks import Table, command_line, write_record  # noqa: E402
+from benchmarks import Table, add_output_arguments, command_line, record_only, write_record  # noqa: E402
 
 from hf_dumpembed._utils.machine import machine_info  # noqa: E402
 from hf_dumpembed.data.assets import default_encoder_path  # noqa: E402
@@ -179,15 +179,9 @@ def main() -> None:
     parser.add_argument("--max-queries", type=int, default=None, help="subsample each collection's queries")
     parser.add_argument("--max-documents", type=int, default=None,
                         help="subsample each collection's documents (judged ones are kept)")
-    parser.add_argument("--output", type=Path, default=None, help="write the results as JSON here")
-    parser.add_argument("--record-only", action="store_true",
-                        help="measure nothing: rewrite the section record's tables from the --output JSON")
+    add_output_arguments(parser)
     args = parser.parse_args()
-    if args.record_only:
-        if args.output is None or not args.output.is_file():
-            raise SystemExit("--record-only reads the results of an earlier run: give --output FILE.")
-        result = json.loads(args.output.read_text())
-        write_record(SECTION, tables=record_tables(result), date=result["date"], title=TITLE, order=ORDER)
+    if record_only(args, SECTION, record_tables, TITLE, ORDER):
         return
     torch.set_num_threads(args.threads)
     from transformers import AutoTokenizer

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 import torch
-from benchmarks import Table, command_line, render_table, write_record
+from benchmarks import Table, command_line, relative_change, render_table, write_record
 
 logger = logging.getLogger("bench_train_quality")
 EVAL_TASKS = ("data/ManPages", "data/PyFAQ", "data/StdlibCode")
@@ -171,7 +171,7 @@ def table(runs: dict[str, dict], metrics: dict, tasks: list[str], ks: list[int],
             mean = statistics.mean(per_run_mean)
             if trained and k == 0:
                 base_mean = mean
-            gain = mean / base_mean - 1 if trained and base_mean else None
+            gain = relative_change(mean, base_mean) if trained else None
             label = f"K={k} {'fine-tuned' if trained else 'untrained'}"
             if k == 0 and not trained and pooling == "mean":
                 label += " (all-MiniLM-L6-v2 itself)"

@@ -25,9 +25,14 @@ import difflib
 import json
 import shlex
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr, ValidationError
+
+from hf_dumpembed._utils.tables import relative_change, render_markdown
 
 RESULTS_DIR = Path("scripts/bench/results")
 REGENERATE = "hf-dumpembed report --benchmarks scripts/bench/results --out BENCHMARKS.md"
@@ -72,23 +77,12 @@ class BenchRecord:
 
 
 # ---------------------------------------------------------------------------------------------------- validation
+# pydantic checks the shapes (types, missing and unknown fields); the checks after it are about meaning (a row's
+# length against its columns, a format against Python's format spec, a section against its file name).
 
 
 def _fail(path: Path | str, where: str, message: str) -> ValueError:
     return ValueError(f"{path}: field {where!r} {message}")
-
-
-def _expect(payload: dict[str, Any], key: str, kind: type | tuple[type, ...], path: Path | str,
-            where: str = "") -> Any:
-    name = f"{where}{key}"
-    if key not in payload:
-        raise _fail(path, name, "is missing")
-    value = payload[key]
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    if not isinstance(value, kinds) or isinstance(value, bool) and bool not in kinds:
-        names = " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
-        raise _fail(path, name, f"must be {names}, got {type(value).__name__}")
-    return value
 
 
 def _number(value: Any) -> bool:
@@ -103,6 +97,141 @@ def _valid_cell(value: Any) -> bool:
     return isinstance(value, dict) and set(value) == {"mean", "std"} and all(_number(v) for v in value.values())
 
 
+def _checked(test: Callable[[Any], bool], message: str) -> AfterValidator:
+    """A pydantic validator that keeps the value when ``test`` holds and otherwise says ``message``."""
+    def check(value: Any) -> Any:
+        if not test(value):
+            raise ValueError(f"{message}, got {value!r}")
+        return value
+
+    return AfterValidator(check)
+
+
+_Cell = Annotated[Any, _checked(_valid_cell, "must be a string, number, null, list of numbers or {'mean', 'std'}")]
+_Number = Annotated[Any, _checked(_number, "must be a number")]
+_OptionalNumber = Annotated[Any, _checked(lambda v: v is None or _number(v), "must be a number or null")]
+_Machine = Annotated[Any, _checked(lambda v: isinstance(v, (dict, str)), "must be dict or str")]
+_Spec = Annotated[Any, _checked(lambda v: isinstance(v, str) or _number(v) and isinstance(v, int) and v >= 0,
+                                "must be decimals (int) or a format spec")]
+_STRICT = ConfigDict(strict=True, extra="forbid")
+
+
+class _TableSchema(BaseModel):
+    model_config = _STRICT
+    columns: list[StrictStr]
+    rows: list[list[_Cell]]
+    caption: StrictStr = ""
+    formats: dict[StrictStr, _Spec] = {}
+    notes: StrictStr = ""
+
+
+class _RecordSchema(BaseModel):
+    model_config = _STRICT
+    section: StrictStr
+    order: StrictInt
+    title: StrictStr
+    date: StrictStr
+    machine: _Machine
+    commands: list[StrictStr]
+    setup: StrictStr
+    tables: list[_TableSchema]
+    reading: StrictStr
+
+
+class _QuickstartRow(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore")
+    label: StrictStr
+    dim: StrictInt
+    texts_per_second: _OptionalNumber
+    scores: dict[StrictStr, _OptionalNumber]
+    mean: _OptionalNumber = None
+
+
+class _QuickstartTraining(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore")
+    data: StrictStr
+    rows: StrictInt
+    steps: StrictInt | None
+    batch_size: StrictInt
+    max_seq_length: StrictInt
+    seed: StrictInt
+    num_negatives: Any = None
+
+
+class _QuickstartProjection(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore")
+    method: StrictStr
+    dim: StrictInt
+    corpus: StrictStr
+    num_texts: StrictInt
+
+
+class _QuickstartStep(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore")
+    name: StrictStr
+    seconds: _Number
+    skipped: StrictBool
+
+
+class _QuickstartSummary(BaseModel):
+    """What the section reads from a quickstart ``summary.json`` (other keys are ignored)."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+    date: StrictStr
+    machine: _Machine
+    command: StrictStr
+    mode: StrictStr
+    wall_seconds: _Number
+    training: _QuickstartTraining
+    projection: _QuickstartProjection
+    tasks: list[StrictStr]
+    skipped_tasks: dict[StrictStr, Any]
+    steps: list[_QuickstartStep]
+    rows: list[_QuickstartRow]
+    decoder_rows: list[_QuickstartRow] | None = None
+    pipeline_seconds: Any = None
+    reading: StrictStr = ""
+
+
+_TYPE_NAMES = {"int_type": "int", "string_type": "str", "list_type": "list", "dict_type": "dict", "bool_type": "bool",
+               "model_type": "an object", "model_attributes_type": "an object"}
+
+
+def _field_name(loc: tuple, payload: Any) -> str:
+    """``tables[0].rows[2] (column)`` for pydantic's ``("tables", 0, "rows", 2, 1)``."""
+    name, node, parent = "", payload, None
+    for i, part in enumerate(loc):
+        if isinstance(part, int) and i >= 2 and loc[i - 2] == "rows" and isinstance(loc[i - 1], int):
+            columns = parent.get("columns", []) if isinstance(parent, dict) else []
+            return f"{name} ({columns[part] if part < len(columns) else part})"
+        name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))
+        if part == "rows" and isinstance(node, dict):
+            parent = node
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            node = None
+    return name
+
+
+def _schema(model: type[BaseModel], payload: Any, path: Path | str, what: str) -> Any:
+    """``model`` validated from ``payload``; an error naming the file and the field, as the records are written."""
+    try:
+        return model.model_validate(payload)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where, kind, value = _field_name(first["loc"], payload), first["type"], first.get("input")
+        if kind == "missing":
+            raise _fail(path, where, "is missing") from None
+        if kind == "extra_forbidden":
+            what, model = ("table", _TableSchema) if "tables" in first["loc"] else (what, model)
+            raise _fail(path, where, f"is not a {what} field ({', '.join(model.model_fields)})") from None
+        if kind == "value_error":
+            raise _fail(path, where, str(first["ctx"]["error"])) from None
+        expected = _TYPE_NAMES.get(kind, first["msg"])
+        raise _fail(path, where, f"must be {expected}, got {type(value).__name__}") from None
+
+
 def _date(value: str, path: Path | str, where: str, with_time: bool = False) -> str:
     """The day of ``value`` (``YYYY-MM-DD``; an ISO date-time when ``with_time``)."""
     try:
@@ -112,42 +241,23 @@ def _date(value: str, path: Path | str, where: str, with_time: bool = False) -> 
         raise _fail(path, where, f"must be {expected}, got {value!r}") from None
 
 
-def _table(payload: Any, path: Path | str, index: int) -> Table:
+def _table(table: _TableSchema, path: Path | str, index: int) -> Table:
     where = f"tables[{index}]."
-    if not isinstance(payload, dict):
-        raise _fail(path, f"tables[{index}]", f"must be an object, got {type(payload).__name__}")
-    unknown = set(payload) - {"caption", "columns", "rows", "formats", "notes"}
-    if unknown:
-        raise _fail(path, f"{where}{sorted(unknown)[0]}", "is not a table field (caption, columns, rows, formats, "
-                    "notes)")
-    columns = _expect(payload, "columns", list, path, where)
-    if not columns or not all(isinstance(c, str) for c in columns):
+    columns = table.columns
+    if not columns:
         raise _fail(path, f"{where}columns", "must be a non-empty list of strings")
-    rows = _expect(payload, "rows", list, path, where)
-    for number, row in enumerate(rows):
-        if not isinstance(row, list) or len(row) != len(columns):
+    for number, row in enumerate(table.rows):
+        if len(row) != len(columns):
             raise _fail(path, f"{where}rows[{number}]", f"must be a list of {len(columns)} cells (one per column)")
-        for column, cell in zip(columns, row, strict=True):
-            if not _valid_cell(cell):
-                raise _fail(path, f"{where}rows[{number}] ({column})", "must be a string, number, null, list of "
-                            f"numbers or {{'mean', 'std'}}, got {cell!r}")
-    formats = payload.get("formats", {})
-    if not isinstance(formats, dict):
-        raise _fail(path, f"{where}formats", "must be an object {column: decimals or format spec}")
-    for column, spec in formats.items():
+    for column, spec in table.formats.items():
         if column not in columns:
             raise _fail(path, f"{where}formats.{column}", f"names no column (columns: {columns})")
-        if not (isinstance(spec, str) or isinstance(spec, int) and not isinstance(spec, bool) and spec >= 0):
-            raise _fail(path, f"{where}formats.{column}", f"must be decimals (int) or a format spec, got {spec!r}")
         try:
             _format_number(1.5, spec)
         except ValueError:
             raise _fail(path, f"{where}formats.{column}", f"is not a valid format spec: {spec!r}") from None
-    for key in ("caption", "notes"):
-        if not isinstance(payload.get(key, ""), str):
-            raise _fail(path, f"{where}{key}", "must be a string (markdown)")
-    return Table(columns=list(columns), rows=[list(r) for r in rows], caption=payload.get("caption", ""),
-                 formats=dict(formats), notes=payload.get("notes", ""))
+    return Table(columns=list(columns), rows=[list(r) for r in table.rows], caption=table.caption,
+                 formats=dict(table.formats), notes=table.notes)
 
 
 def record_from_json(payload: Any, path: Path | str = "<record>") -> BenchRecord:
@@ -156,114 +266,71 @@ def record_from_json(payload: Any, path: Path | str = "<record>") -> BenchRecord
         raise ValueError(f"{path}: a benchmark record must be a JSON object, got {type(payload).__name__}")
     if payload.get("kind") == "quickstart":
         return record_from_quickstart(payload, path)
-    unknown = set(payload) - set(_FIELDS)
-    if unknown:
-        raise _fail(path, sorted(unknown)[0], f"is not a record field ({', '.join(_FIELDS)})")
-    section = _expect(payload, "section", str, path)
-    if isinstance(path, Path) and path.stem != section:
-        raise _fail(path, "section", f"must equal the file name's stem {path.stem!r}, got {section!r}")
-    order = _expect(payload, "order", int, path)
-    title = _expect(payload, "title", str, path)
-    if not title.strip():
+    record = _schema(_RecordSchema, payload, path, "record")
+    if isinstance(path, Path) and path.stem != record.section:
+        raise _fail(path, "section", f"must equal the file name's stem {path.stem!r}, got {record.section!r}")
+    if not record.title.strip():
         raise _fail(path, "title", "must not be empty")
-    date = _date(_expect(payload, "date", str, path), path, "date")
-    machine = _expect(payload, "machine", (dict, str), path)
-    commands = _expect(payload, "commands", list, path)
-    if not commands or not all(isinstance(c, str) and c.strip() for c in commands):
+    if not record.commands or not all(c.strip() for c in record.commands):
         raise _fail(path, "commands", "must be a non-empty list of command lines (strings)")
-    setup = _expect(payload, "setup", str, path)
-    tables = [_table(t, path, i) for i, t in enumerate(_expect(payload, "tables", list, path))]
-    reading = _expect(payload, "reading", str, path)
-    return BenchRecord(section, order, title, date, machine, list(commands), setup, tables, reading)
+    tables = [_table(t, path, i) for i, t in enumerate(record.tables)]
+    return BenchRecord(record.section, record.order, record.title, _date(record.date, path, "date"), record.machine,
+                       list(record.commands), record.setup, tables, record.reading)
 
 
-def _quickstart_rows(rows: Any, tasks: list[str] | None, path: Path | str, key: str) -> Table:
+def _quickstart_rows(parsed: list[_QuickstartRow], tasks: list[str] | None) -> Table:
     """One quickstart result table: nDCG@10 per task, the mean, its change against the first row, dimension and
     encode speed (``tasks`` None: the union of the rows' score keys, sorted; the mean is then computed here)."""
-    if not isinstance(rows, list):
-        raise _fail(path, key, f"must be a list, got {type(rows).__name__}")
-    parsed = []
-    for i, row in enumerate(rows):
-        where = f"{key}[{i}]."
-        if not isinstance(row, dict):
-            raise _fail(path, f"{key}[{i}]", "must be an object")
-        scores = _expect(row, "scores", dict, path, where)
-        for task, value in scores.items():
-            if value is not None and not _number(value):
-                raise _fail(path, f"{where}scores.{task}", f"must be a number, got {value!r}")
-        parsed.append((_expect(row, "label", str, path, where), _expect(row, "dim", int, path, where),
-                       _expect(row, "texts_per_second", (int, float, type(None)), path, where), scores,
-                       _expect(row, "mean", (int, float, type(None)), path, where) if tasks is not None
-                       else row.get("mean")))
-    columns = tasks if tasks is not None else sorted({t for *_, scores, _ in parsed for t in scores})
+    columns = tasks if tasks is not None else sorted({t for row in parsed for t in row.scores})
     means = []
-    for *_, scores, mean in parsed:
-        values = [scores.get(t) for t in columns]
+    for row in parsed:
+        values = [row.scores.get(t) for t in columns]
+        mean = row.mean
         if mean is None and tasks is None and values and None not in values:
             mean = sum(values) / len(values)
         means.append(mean)
-    baseline = f"vs {parsed[0][0]}" if parsed else "vs first row"
-    table_rows = [[label, dim, *(scores.get(t) for t in columns), mean,
-                   None if i == 0 or mean is None or not means[0] else mean / means[0] - 1, speed]
-                  for i, ((label, dim, speed, scores, _), mean) in enumerate(zip(parsed, means, strict=True))]
+    baseline = f"vs {parsed[0].label}" if parsed else "vs first row"
+    table_rows = [[row.label, row.dim, *(row.scores.get(t) for t in columns), mean,
+                   None if i == 0 else relative_change(mean, means[0]), row.texts_per_second]
+                  for i, (row, mean) in enumerate(zip(parsed, means, strict=True))]
     return Table(columns=["model", "dim", *columns, "mean", baseline, "texts/s"], rows=table_rows,
                  formats={**{t: 4 for t in columns}, "mean": 4, baseline: "+.2%", "texts/s": 0})
 
 
 def record_from_quickstart(summary: dict[str, Any], path: Path | str = "<summary>") -> BenchRecord:
     """The section of a ``hf-dumpembed quickstart`` run, from its ``summary.json``."""
-    date = _date(_expect(summary, "date", str, path), path, "date", with_time=True)
-    machine = _expect(summary, "machine", (dict, str), path)
-    command = _expect(summary, "command", str, path)
-    mode = _expect(summary, "mode", str, path)
-    wall = _expect(summary, "wall_seconds", (int, float), path)
-    training = _expect(summary, "training", dict, path)
-    projection = _expect(summary, "projection", dict, path)
-    tasks = _expect(summary, "tasks", list, path)
-    skipped = _expect(summary, "skipped_tasks", dict, path)
-    steps = _expect(summary, "steps", list, path)
-    for key, kind in (("data", str), ("rows", int), ("steps", (int, type(None))), ("batch_size", int),
-                      ("max_seq_length", int), ("seed", int)):
-        _expect(training, key, kind, path, "training.")
-    for key, kind in (("method", str), ("dim", int), ("corpus", str), ("num_texts", int)):
-        _expect(projection, key, kind, path, "projection.")
-    if not all(isinstance(t, str) for t in tasks):
-        raise _fail(path, "tasks", "must be a list of task names")
-    step_rows = []
-    for i, step in enumerate(steps):
-        where = f"steps[{i}]."
-        if not isinstance(step, dict):
-            raise _fail(path, f"steps[{i}]", "must be an object")
-        step_rows.append([_expect(step, "name", str, path, where), _expect(step, "seconds", (int, float), path, where),
-                          "yes (saved output reused)" if _expect(step, "skipped", bool, path, where) else "no"])
-    budget = f"{training['steps']} steps" if training["steps"] is not None else "one epoch"
-    negatives = (f", {training['num_negatives']} mined hard negative(s) per pair"
-                 if isinstance(training.get("num_negatives"), int) else "")
-    pipeline = summary.get("pipeline_seconds")
+    run = _schema(_QuickstartSummary, summary, path, "summary")
+    missing = next((i for i, row in enumerate(summary["rows"]) if "mean" not in row), None)
+    if missing is not None:
+        raise _fail(path, f"rows[{missing}].mean", "is missing")
+    date = _date(run.date, path, "date", with_time=True)
+    training, projection, wall, pipeline = run.training, run.projection, run.wall_seconds, run.pipeline_seconds
+    budget = f"{training.steps} steps" if training.steps is not None else "one epoch"
+    negatives = (f", {training.num_negatives} mined hard negative(s) per pair"
+                 if isinstance(training.num_negatives, int) else "")
     timing = (f"wall time {wall:.0f} s for the whole run" if not _number(pipeline) or abs(pipeline - wall) < 0.1 * wall
               else f"all steps together {pipeline:.0f} s (the last invocation, {wall:.0f} s, resumed the others)")
-    setup = (f"Mode: {mode}; {timing}. **Training text:** {training['rows']} pairs "
-             f"of `{training['data']}`{negatives}, {budget} at batch {training['batch_size']}, max length "
-             f"{training['max_seq_length']}, seed {training['seed']}, the same recipe for every trained model. "
-             f"**Projection:** {projection['method']} to {projection['dim']} dimensions, fitted on "
-             f"{projection['num_texts']} texts of `{projection['corpus']}`. **Evaluation text** (never trained "
-             f"on): {', '.join(tasks)}.")
-    if skipped:
-        setup += " Skipped: " + "; ".join(f"{name} ({reason})" for name, reason in sorted(skipped.items())) + "."
-    main_table = _quickstart_rows(_expect(summary, "rows", list, path), tasks, path, "rows")
+    setup = (f"Mode: {run.mode}; {timing}. **Training text:** {training.rows} pairs "
+             f"of `{training.data}`{negatives}, {budget} at batch {training.batch_size}, max length "
+             f"{training.max_seq_length}, seed {training.seed}, the same recipe for every trained model. "
+             f"**Projection:** {projection.method} to {projection.dim} dimensions, fitted on "
+             f"{projection.num_texts} texts of `{projection.corpus}`. **Evaluation text** (never trained "
+             f"on): {', '.join(run.tasks)}.")
+    if run.skipped_tasks:
+        setup += " Skipped: " + "; ".join(f"{name} ({reason})" for name, reason in sorted(run.skipped_tasks.items()))
+        setup += "."
+    main_table = _quickstart_rows(run.rows, run.tasks)
     main_table.caption = "nDCG@10 on the held-out tasks; encode speed measured in the same run:"
     tables = [main_table]
-    if summary.get("decoder_rows"):
-        decoder = _quickstart_rows(summary["decoder_rows"], None, path, "decoder_rows")
+    if run.decoder_rows:
+        decoder = _quickstart_rows(run.decoder_rows, None)
         decoder.caption = "Zero-shot decoder (`--decoder`), nDCG@10:"
         tables.append(decoder)
+    step_rows = [[step.name, step.seconds, "yes (saved output reused)" if step.skipped else "no"] for step in run.steps]
     tables.append(Table(columns=["step", "seconds", "resumed"], rows=step_rows, formats={"seconds": 1},
                         caption="Steps (a rerun resumes every step from its saved output):"))
-    reading = summary.get("reading", "")
-    if not isinstance(reading, str):
-        raise _fail(path, "reading", "must be a string (markdown)")
     return BenchRecord("quickstart", QUICKSTART_ORDER, "Quickstart: the whole pipeline in one command", date,
-                       machine, [command], setup, tables, reading)
+                       run.machine, [run.command], setup, tables, run.reading)
 
 
 def load_record(path: Path) -> BenchRecord:
@@ -316,11 +383,9 @@ def format_cell(value: Any, spec: int | str | None = None) -> str:
 
 
 def render_table(table: Table) -> str:
-    lines = ["| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns)]
-    for row in table.rows:
-        cells = [format_cell(v, table.formats.get(c)) for c, v in zip(table.columns, row, strict=True)]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return render_markdown(table.columns, [[format_cell(v, table.formats.get(c)) for c, v in zip(table.columns, row,
+                                                                                                   strict=True)]
+                                           for row in table.rows])
 
 
 def machine_line(machine: dict[str, Any] | str) -> str:
@@ -401,6 +466,25 @@ def add_command(commands: list[str], command: str, replaces: str | None = None) 
         if replaces and existing.startswith(replaces):
             return [*commands[:i], command, *(c for c in commands[i + 1:] if not c.startswith(replaces))]
     return [*commands, command]
+
+
+def add_output_arguments(parser: Any) -> None:
+    """``--output FILE`` (the run's results as JSON) and ``--record-only`` (re-record them, measuring nothing)."""
+    parser.add_argument("--output", type=Path, default=None, help="write the results as JSON here")
+    parser.add_argument("--record-only", action="store_true",
+                        help="measure nothing: rewrite the section record's tables from the --output JSON")
+
+
+def record_only(args: Any, section: str, record_tables: Callable[[dict[str, Any]], list[Table]], title: str,
+                order: int) -> bool:
+    """With ``--record-only``: rewrite the section record from an earlier run's ``--output`` JSON; True when done."""
+    if not args.record_only:
+        return False
+    if args.output is None or not args.output.is_file():
+        raise SystemExit("--record-only reads the results of an earlier run: give --output FILE.")
+    result = json.loads(args.output.read_text())
+    write_record(section, tables=record_tables(result), date=result["date"], title=title, order=order)
+    return True
 
 
 def write_record(section: str, *, tables: list[Table], commands: list[str] | None = None,

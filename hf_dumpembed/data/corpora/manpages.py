@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..beir import PairCollection
+
 SECTIONS = ("man2", "man3")
 _ESCAPES = {
     r"\-": "-", r"\(em": "—", r"\(en": "–", r"\(aq": "'", r"\(dq": '"', r"\(lq": '"', r"\(rq": '"',
@@ -102,9 +104,7 @@ def iter_man_pages(man_root: Path) -> Iterator[tuple[str, str]]:
 
 def manpages_pairs(man_root: Path) -> tuple[dict[str, dict[str, str]], dict[str, str], dict[str, dict[str, int]]]:
     """Corpus, queries and qrels from an unpacked ``usr/share/man`` folder (de-duplicated, one positive each)."""
-    corpus: dict[str, dict[str, str]] = {}
-    queries: dict[str, str] = {}
-    qrels: dict[str, dict[str, int]] = {}
+    pairs = PairCollection()
     seen_queries: set[str] = set()
     seen_docs: set[str] = set()
     for page_id, source in iter_man_pages(man_root):
@@ -116,9 +116,7 @@ def manpages_pairs(man_root: Path) -> tuple[dict[str, dict[str, str]], dict[str,
             continue
         seen_queries.add(summary.lower())
         seen_docs.add(description)
-        corpus[page_id] = {"title": "", "text": description}
-        queries[f"q:{page_id}"] = summary
-        qrels[f"q:{page_id}"] = {page_id: 1}
-    if not qrels:
+        pairs.add(page_id, summary, description)
+    if not pairs.qrels:
         raise ValueError(f"{man_root} holds no man2/man3 pages with NAME and DESCRIPTION sections.")
-    return corpus, queries, qrels
+    return pairs.parts()

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ..beir import PairCollection
+
 FAQ_GLOB = "usr/share/doc/python3.*/html/_sources/faq/*.rst.txt"
 _UNDERLINE_RE = re.compile(r"^([=\-~^\"'`#*+.:])\1{2,}\s*$")
 _ROLE_RE = re.compile(r":[a-z:]+:`(?:[^`<]*<)?~?([^`>]*)>?`")
@@ -54,9 +56,7 @@ def pyfaq_pairs(doc_root: Path) -> tuple[dict[str, dict[str, str]], dict[str, st
     files = sorted(doc_root.glob(FAQ_GLOB))
     if not files:
         raise FileNotFoundError(f"no FAQ sources matching {FAQ_GLOB} under {doc_root}.")
-    corpus: dict[str, dict[str, str]] = {}
-    queries: dict[str, str] = {}
-    qrels: dict[str, dict[str, int]] = {}
+    pairs = PairCollection()
     seen: set[str] = set()
     for path in files:
         page = path.name.removesuffix(".rst.txt")
@@ -65,7 +65,5 @@ def pyfaq_pairs(doc_root: Path) -> tuple[dict[str, dict[str, str]], dict[str, st
                 continue
             seen.add(question.lower())
             doc_id = f"{page}-{number:03d}"
-            corpus[doc_id] = {"title": "", "text": answer}
-            queries[f"q:{doc_id}"] = question
-            qrels[f"q:{doc_id}"] = {doc_id: 1}
-    return corpus, queries, qrels
+            pairs.add(doc_id, question, answer)
+    return pairs.parts()

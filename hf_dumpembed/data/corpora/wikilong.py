@@ -14,6 +14,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..beir import PairCollection
+
 MIN_DOCUMENT_CHARS = 2000
 _COMMENT_RE = re.compile(r"<!--.*?-->", re.S)
 _REF_RE = re.compile(r"<ref[^>/]*/>|<ref[^>]*>.*?</ref>", re.S | re.I)
@@ -87,9 +89,7 @@ def split_lead(text: str) -> tuple[str, str]:
 
 def wikilong_pairs(dump: Path) -> tuple[dict[str, dict[str, str]], dict[str, str], dict[str, dict[str, int]]]:
     """Corpus, queries and qrels from the dump (page order; de-duplicated lead sentences)."""
-    corpus: dict[str, dict[str, str]] = {}
-    queries: dict[str, str] = {}
-    qrels: dict[str, dict[str, int]] = {}
+    pairs = PairCollection()
     seen: set[str] = set()
     for page_id, _title, wikitext in iter_articles(dump):
         lead, rest = split_lead(wikitext_to_text(wikitext))
@@ -97,9 +97,7 @@ def wikilong_pairs(dump: Path) -> tuple[dict[str, dict[str, str]], dict[str, str
             continue
         seen.add(lead.lower())
         doc_id = f"enwiki-{page_id}"
-        corpus[doc_id] = {"title": "", "text": rest}
-        queries[f"q:{doc_id}"] = lead
-        qrels[f"q:{doc_id}"] = {doc_id: 1}
-    if not qrels:
+        pairs.add(doc_id, lead, rest)
+    if not pairs.qrels:
         raise ValueError(f"{dump} holds no articles with at least {MIN_DOCUMENT_CHARS} characters of text.")
-    return corpus, queries, qrels
+    return pairs.parts()

@@ -1,0 +1,28 @@
+"""Which DumpEmbed folders stock sentence-transformers modules can reproduce exactly: the rule the export, the
+card and the quickstart share."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+# DumpEmbed pooling -> sentence-transformers Pooling mode (both are safe under left and right padding).
+ST_POOLING = {"cls": "cls", "last": "lasttoken", "mean": "mean"}
+
+
+def stock_export_blocker(config: Mapping[str, Any]) -> str | None:
+    """What in a folder's ``config.json`` stock modules cannot express, as the end of a sentence starting with
+    "This model"; None when the folder exports."""
+    if config.get("prompt_mode") is not None:
+        return (f"composes a {config['prompt_mode']!r} prompt inside the model (a data-dependent rewrite of the token "
+                "ids)")
+    if config.get("pooling", "cls") not in ST_POOLING:
+        return "pools with the mean over every token except the [DUMP] slots"
+    return None
+
+
+def stock_exportable(model_dir: str | Path) -> bool:
+    """Whether stock sentence-transformers modules can reproduce this folder exactly (see `export_stock_st`)."""
+    return stock_export_blocker(json.loads((Path(model_dir) / "config.json").read_text())) is None
