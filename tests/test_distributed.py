@@ -123,11 +123,11 @@ def test_cross_process_negatives_equal_one_process_on_the_whole_batch(spawned, b
     expected, expected_grads = _single_process(bert_dump_model, rows)
     for rank in spawned["loss"]:
         got = rank[loss]
-        assert got["gather"] is True
         assert got["loss"] == pytest.approx(expected, rel=1e-10, abs=1e-12)
         assert got["grads"].keys() == expected_grads.keys() and len(expected_grads) > 10
         assert max(float(g.abs().max()) for g in expected_grads.values()) > 1e-6
         for name, grad in expected_grads.items():
             assert torch.allclose(got["grads"][name], grad, rtol=1e-7, atol=1e-10), name
+        assert got["gather"] is True
     local = [rank[loss]["local_loss"] for rank in spawned["loss"]]
     assert not np.isclose(local[0], local[1])  # each process's own loss is over its own rows
