@@ -71,8 +71,8 @@ def test_two_process_fit_shards_the_texts_and_writes_what_one_process_writes(spa
     the SpecTemp auto choice, provenance) equal those of a one-process fit of the same corpus.
 
     Breaks tried (each fails this test): `shard = texts` and `shard = texts[0::world]` in `encode_corpus` (the
-    ranks' shards overlap: the shard check fails); the all-reduce in `encode_corpus` replaced by `pass` (each rank fits on its half: another γ);
-    rank 1 writing as well in `_fit_locked` (the 2-process run fails).
+    ranks' shards overlap: the shard check fails); the all-reduce in `encode_corpus` replaced by `pass` (each rank
+    fits on its half: another γ); rank 1 writing as well in `_fit_locked` (the 2-process run fails).
     """
     root, texts = spawned["root"], _paragraphs()
     shards = [set(rank["corpus_encoded"]) for rank in spawned["fit"]]
