@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from tests.fit_fixtures import corpus_texts
 from tests.tiny_models import as_sentence_transformers_folder
 
 TINY_BUDGET = Budget(
-    name="tiny", train_rows=24, batch_size=8, mini_batch_size=4, num_negatives=0, steps=2, max_seq_length=24,
+    name="tiny", train_rows=24, batch_size=8, mini_batch_size=4, num_negatives=0, steps=6, max_seq_length=24,
     fit_max_texts=None, projection_dim=8, eval_max_queries=None, eval_max_documents=None, speed_texts=8,
     speed_repeats=1, decoder_max_queries=6, decoder_max_documents=12, decoder_max_seq_length=32, decoder_speed_texts=4,
 )
@@ -72,7 +73,7 @@ def test_every_step_runs_and_writes_its_outputs(tiny_run):
     assert run.parity["spectemp"].ok
     for k in (0, 4):
         info = json.loads((out / f"minilm-k{k}" / "config.json").read_text())["training_info"]
-        assert info["steps"] == 2 and info["datasets"][0]["name"] == "StdlibCodeTrain"
+        assert info["steps"] == 6 and info["datasets"][0]["name"] == "StdlibCodeTrain"
     spectemp = json.loads((run.folders["spectemp"] / "config.json").read_text())["projection_info"]
     pca = json.loads((run.folders["pca"] / "config.json").read_text())["projection_info"]
     assert (spectemp["method"], pca["method"], spectemp["dim"]) == ("spectemp", "pca", 8)
@@ -134,6 +135,58 @@ def test_a_second_run_resumes_without_redoing_anything(tiny_run, capsys):
     stored = sorted(p.relative_to(options.output_dir / "eval-cache") for p in
                     (options.output_dir / "eval-cache").rglob("*.safetensors"))
     assert len(stored) == 2 * 3  # k0, k4 and decoder: one encoding per task each, keyed by the weights' revision
+
+
+def _table_without_speeds(text: str) -> list[str]:
+    """The printed results table (header, rule, one line per model) without its last column, texts/s (measured)."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Held-out nDCG@10")) + 1
+    end = next(i for i in range(start, len(lines)) if not lines[i].strip() or lines[i].startswith("("))
+    return [line.rsplit(maxsplit=1)[0].rstrip() for line in lines[start:end]]
+
+
+def test_a_run_killed_mid_training_resumes_from_its_checkpoint_and_prints_the_same_table(tiny_run, tmp_path,
+                                                                                         monkeypatch, capsys):
+    """Stopped right after the K=4 fine-tuning wrote checkpoint-5 (of 6 steps), the same command resumes: K=0 is not
+    trained again, K=4 runs step 6 only, and the printed table (all but the measured texts/s) is the one an
+    uninterrupted run printed.
+
+    Breaks tried (each fails this test): `fine_tune` calling `train(config, resume=False)` (refused: checkpoints of an
+    earlier run); `fine_tune` deleting the checkpoints before training (a restart runs steps 1-6 and prints the same
+    table: only the steps assertion catches it).
+    """
+    from hf_dumpembed.quickstart import pipeline
+    from hf_dumpembed.quickstart.summary import results_table
+    from tests.training_fixtures import KillAfterSave, StepsRan
+
+    reference, done = tiny_run
+    options = dataclasses.replace(reference, output_dir=tmp_path / "run", decoder=False)
+    ran: dict[str, list[StepsRan]] = {}
+    kill = {"minilm-k4": KillAfterSave(step=5)}
+
+    def spied_train(config, resume=False, callbacks=()):  # noqa: ANN001, ANN202
+        name = Path(config.output).name
+        ran.setdefault(name, []).append(StepsRan())
+        extra = [ran[name][-1], *([kill.pop(name)] if name in kill else [])]
+        return real_train(config, resume=resume, callbacks=[*callbacks, *extra])
+
+    real_train = pipeline.train
+    monkeypatch.setattr(pipeline, "train", spied_train)
+    with pytest.raises(KeyboardInterrupt):
+        run_quickstart(options)
+    assert not (options.output_dir / "minilm-k4").exists()
+    assert (options.output_dir / "minilm-k4.checkpoints" / "checkpoint-5" / "trainer_state.json").exists()
+    capsys.readouterr()
+    again = run_quickstart(options)
+    printed = capsys.readouterr().out
+    assert [(r.started_at, r.steps) for r in ran["minilm-k0"]] == [(0, [1, 2, 3, 4, 5, 6])]  # not trained again
+    assert [(r.started_at, r.steps) for r in ran["minilm-k4"]] == [(0, [1, 2, 3, 4, 5]), (5, [6])]
+    tasks = list(done.tasks)
+    assert _table_without_speeds(printed) == _table_without_speeds(
+        "Held-out nDCG@10\n" + results_table(done.results, tasks, baseline="k0") + "\n\n")
+    for before, after in zip(done.results, again.results, strict=True):
+        for task in tasks:
+            assert after.ndcg(task) == pytest.approx(before.ndcg(task), abs=1e-9), (after.row.name, task)
 
 
 def test_a_run_with_other_settings_is_refused_in_the_same_folder(tiny_run):

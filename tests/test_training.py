@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import json
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import torch
+import yaml
 from safetensors.torch import load_file
 from sentence_transformers import SentenceTransformer
-from transformers import AutoModel, AutoTokenizer, TrainerCallback
+from transformers import AutoModel, AutoTokenizer
 
 from hf_dumpembed.cli import main as cli_main
-from hf_dumpembed.training.config import config_from_dict
-from hf_dumpembed.training.trainer import INITIAL_MODEL, train
-from tests.training_fixtures import TEXTS, run_config, toy_rows, write_jsonl
+from hf_dumpembed.training.config import TrainConfig, config_from_dict, save_config
+from hf_dumpembed.training.trainer import INITIAL_MODEL, RUN_CONFIG, last_complete_checkpoint, train
+from tests.training_fixtures import TEXTS, KillAfterSave, StepsRan, run_config, toy_rows, write_jsonl
 
 torch.set_num_threads(1)  # oversubscribed threads are ~20x slower on the shared 2 cores
 
@@ -99,8 +102,6 @@ def test_trained_folder_records_the_run(trained: Path) -> None:
 
 
 def test_resolved_config_reproduces_the_run_config(trained: Path) -> None:
-    import yaml
-
     text = (trained / "training" / "config.yaml").read_text()
     again = config_from_dict(yaml.safe_load(text))
     assert again.training.epochs == 6 and again.model.num_dump_tokens == 4
@@ -109,8 +110,6 @@ def test_resolved_config_reproduces_the_run_config(trained: Path) -> None:
 
 
 def test_cli_trains_k0_through_the_same_code(tiny_bert: Path, toy_data: Path, tmp_path: Path) -> None:
-    import yaml
-
     raw = run_config(tiny_bert, toy_data, tmp_path / "k0", max_steps=2, gradient_checkpointing=True)
     raw["model"]["num_dump_tokens"] = 0
     config_file = tmp_path / "run.yaml"
@@ -157,41 +156,82 @@ def test_cached_loss_equals_plain_loss(bert_dump_model: Path) -> None:
         assert torch.allclose(grad, cached_grads[name], rtol=1e-7, atol=1e-10), name
 
 
-class _Kill(TrainerCallback):
-    """Stop the run right after the checkpoint of ``step`` is written, as a kill would."""
+def _weights(model_dir: Path) -> dict[str, torch.Tensor]:
+    return load_file(model_dir / "model.safetensors")
 
-    def __init__(self, step: int) -> None:
-        self.step = step
 
-    def on_save(self, args, state, control, **kwargs):  # noqa: ANN001, ANN003
-        if state.global_step == self.step:
-            raise KeyboardInterrupt(f"killed after step {self.step}")
+def _max_difference(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
+    assert a.keys() == b.keys()
+    return max(float((a[k] - b[k]).abs().max()) for k in a)
+
+
+def _fork(config: TrainConfig, output: Path, edit: Callable[[Path], None]) -> TrainConfig:
+    """A copy of an interrupted run's checkpoints for another output, with ``edit`` applied to its last checkpoint."""
+    raw = yaml.safe_load((config.checkpoint_path / RUN_CONFIG).read_text())
+    fork = config_from_dict(raw | {"output": str(output), "checkpoint_dir": None})
+    shutil.copytree(config.checkpoint_path, fork.checkpoint_path)
+    save_config(fork, fork.checkpoint_path / RUN_CONFIG)
+    edit(Path(last_complete_checkpoint(fork.checkpoint_path)))
+    return fork
+
+
+def _scale_adam_second_moments(checkpoint: Path) -> None:
+    state = torch.load(checkpoint / "optimizer.pt", weights_only=True)
+    for moments in state["state"].values():
+        moments["exp_avg_sq"].mul_(100.0)
+    torch.save(state, checkpoint / "optimizer.pt")
+
+
+def _rewind_scheduler(checkpoint: Path) -> None:
+    state = torch.load(checkpoint / "scheduler.pt", weights_only=True)
+    state["last_epoch"], state["_step_count"] = 0, 1
+    torch.save(state, checkpoint / "scheduler.pt")
 
 
 def test_kill_and_resume_equals_an_uninterrupted_run(tiny_bert: Path, toy_data: Path, tmp_path: Path) -> None:
+    """A run stopped after checkpoint-4 (of 6 steps; 3 per epoch, so mid-epoch 2) and resumed runs steps 5 and 6
+    only, and ends with the weights of the uninterrupted run; the optimizer and scheduler states of the checkpoint
+    are what it continues from (perturbing either one in a copy of the checkpoint changes the weights).
+
+    Breaks tried (each fails this test): `check_resumable` returning None (a fresh restart from step 0 reaches the
+    same weights, but runs steps 1-6); `trainer.train(resume_from_checkpoint=None)` in `_train`; the trainer's
+    `_load_optimizer_and_scheduler` made a no-op (fresh Adam moments and lr schedule: the weights differ, and the
+    perturbed copies no longer change anything); `ignore_data_skip=True` in `training_arguments` (epoch 2's first
+    batch is seen twice: the weights differ).
+    """
     hp = {"epochs": 2, "save_steps": 2, "save_total_limit": 5}
     whole = train(config_from_dict(run_config(tiny_bert, toy_data, tmp_path / "whole", **hp)))
     config = config_from_dict(run_config(tiny_bert, toy_data, tmp_path / "resumed", **hp))
+    before = StepsRan()
     with pytest.raises(KeyboardInterrupt):
-        train(config, callbacks=[_Kill(step=4)])
-    assert not config.checkpoint_path.joinpath("..", "resumed").resolve().exists()
+        train(config, callbacks=[KillAfterSave(step=4), before])
+    assert (before.started_at, before.steps) == (0, [1, 2, 3, 4])
+    assert not (tmp_path / "resumed").exists()
+    assert Path(last_complete_checkpoint(config.checkpoint_path)).name == "checkpoint-4"
     with pytest.raises(FileExistsError, match="--resume"):
         train(config)
-    resumed = train(config, resume=True)
+    forks = {"optimizer": _fork(config, tmp_path / "adam", _scale_adam_second_moments),
+             "scheduler": _fork(config, tmp_path / "lr", _rewind_scheduler)}
+    after = StepsRan()
+    resumed = train(config, resume=True, callbacks=[after])
+    assert (after.started_at, after.steps) == (4, [5, 6])  # only the remaining steps ran in this process
     steps = [json.loads((m / "config.json").read_text())["training_info"]["steps"] for m in (whole, resumed)]
     assert steps == [6, 6]
-    a, b = load_file(whole / "model.safetensors"), load_file(resumed / "model.safetensors")
-    assert a.keys() == b.keys()
-    initial = load_file(config.checkpoint_path / INITIAL_MODEL / "model.safetensors")
-    for key in a:
-        assert torch.allclose(a[key], b[key], atol=1e-6), key
-    assert any(not torch.equal(a[k], initial[k]) for k in a)
+    a, b = _weights(whole), _weights(resumed)
+    assert _max_difference(a, b) < 1e-6
+    assert _max_difference(a, _weights(config.checkpoint_path / INITIAL_MODEL)) > 1e-3
+    assert _max_difference(a, _weights(config.checkpoint_path / "checkpoint-4")) > 1e-4  # steps 5-6 moved them
+    for name, fork in forks.items():
+        ran = StepsRan()
+        perturbed = train(fork, resume=True, callbacks=[ran])
+        assert (ran.started_at, ran.steps) == (4, [5, 6]), name
+        assert _max_difference(a, _weights(perturbed)) > 1e-4, f"the checkpoint's {name} state was not used"
 
 
 def test_resume_refuses_a_changed_config(tiny_bert: Path, toy_data: Path, tmp_path: Path) -> None:
     config = config_from_dict(run_config(tiny_bert, toy_data, tmp_path / "m", max_steps=3, save_steps=1))
     with pytest.raises(KeyboardInterrupt):
-        train(config, callbacks=[_Kill(step=1)])
+        train(config, callbacks=[KillAfterSave(step=1)])
     changed = config_from_dict(run_config(tiny_bert, toy_data, tmp_path / "m", max_steps=3, save_steps=1,
                                           learning_rate=1e-3))
     with pytest.raises(ValueError, match="config differs"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -12,10 +13,12 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 from safetensors.torch import load_file
 
-from hf_dumpembed.training.trainer import INITIAL_MODEL
+from hf_dumpembed.training.config import config_from_dict
+from hf_dumpembed.training.trainer import INITIAL_MODEL, train
 from tests.training_fixtures import run_config, toy_rows, write_jsonl
 
 
@@ -48,22 +51,59 @@ def test_two_process_gloo_run_writes_one_model(tiny_bert: Path, tmp_path: Path) 
     assert any(not (trained[k] == initial[k]).all() for k in trained)
 
 
+def _last_complete_step(checkpoints: Path) -> int:
+    """The step of the newest checkpoint whose trainer_state.json (written last) parses; nothing is removed."""
+    steps = []
+    for folder in checkpoints.glob("checkpoint-*"):
+        try:
+            json.loads((folder / "trainer_state.json").read_text())
+            steps.append(int(folder.name.split("-", 1)[1]))
+        except (OSError, ValueError):
+            continue
+    return max(steps, default=0)
+
+
 @pytest.mark.slow
 def test_sigkill_then_resume_from_the_command_line(tiny_bert: Path, tmp_path: Path) -> None:
-    """A real kill (SIGKILL of the training process once checkpoint-2 exists), then `train --resume`."""
+    """A real kill (SIGKILL of the CLI training process, still running, once checkpoint-4 is complete), then
+    `train --resume`: the resumed process logs only the steps after the last complete checkpoint, and its weights
+    equal those of an uninterrupted run of the same config.
+
+    Breaks tried (each fails this test): `check_resumable` returning None (a fresh restart logs steps 1-30);
+    `ignore_data_skip=True` in `training_arguments` (batches of the killed epoch are seen twice: the weights differ).
+    """
     data = write_jsonl(tmp_path / "toy.jsonl", toy_rows())
-    raw = run_config(tiny_bert, data, tmp_path / "out", epochs=30, save_steps=2, save_total_limit=10)
+    raw = run_config(tiny_bert, data, tmp_path / "out", epochs=10, save_steps=2, save_total_limit=20)
+    total = 10 * (len(toy_rows()) // 4)
     (tmp_path / "run.yaml").write_text(yaml.safe_dump(raw))
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     command = [sys.executable, "-m", "hf_dumpembed.cli", "train", str(tmp_path / "run.yaml")]
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     checkpoints = tmp_path / "out.checkpoints"
     deadline = time.monotonic() + 240
-    while not (checkpoints / "checkpoint-4").exists() and process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
+    while _last_complete_step(checkpoints) < 4 and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert process.poll() is None, f"the run ended (exit {process.returncode}) before it could be killed"
+    assert _last_complete_step(checkpoints) >= 4, "checkpoint-4 was not written within 240 s"
     process.send_signal(signal.SIGKILL)
     process.wait()
+    assert process.returncode == -signal.SIGKILL
     assert not (tmp_path / "out").exists()
-    subprocess.run([*command, "--resume"], env=env, check=True, capture_output=True, timeout=300)
+    start = _last_complete_step(checkpoints)
+    assert 4 <= start < total
+    resumed = subprocess.run([*command, "--resume"], env=env, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    logged = [int(step) for step in re.findall(rf"step (\d+)/{total} ", resumed.stderr)]
+    assert logged == list(range(start + 1, total + 1)), logged  # only the steps after the checkpoint ran
     info = json.loads((tmp_path / "out" / "config.json").read_text())["training_info"]
-    assert info["steps"] == 30 * (len(toy_rows()) // 4)
+    assert info["steps"] == total
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the CLI ran (OMP_NUM_THREADS=1): 30 Adam steps amplify a summation-order change
+    try:
+        whole = train(config_from_dict({**raw, "output": str(tmp_path / "whole")}))
+    finally:
+        torch.set_num_threads(threads)
+    a, b = load_file(whole / "model.safetensors"), load_file(tmp_path / "out" / "model.safetensors")
+    assert a.keys() == b.keys()
+    difference = max(float((a[k] - b[k]).abs().max()) for k in a)
+    assert difference < 1e-5, difference

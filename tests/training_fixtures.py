@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from transformers import TrainerCallback
+
 from hf_dumpembed.data.beir import write_beir
 from tests.tiny_models import CORPUS
 
@@ -69,3 +71,28 @@ def run_config(backbone: Path, data: Path | dict[str, Any], out: Path, **trainin
         "seed": 7,
         "output": str(out),
     }
+
+
+class KillAfterSave(TrainerCallback):
+    """Stop the run right after the checkpoint of ``step`` is written, as a kill (or Ctrl-C) would."""
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if state.global_step == self.step:
+            raise KeyboardInterrupt(f"killed after step {self.step}")
+
+
+class StepsRan(TrainerCallback):
+    """What one process did: the global step it started at and every optimizer step it ran itself."""
+
+    def __init__(self) -> None:
+        self.started_at: int | None = None
+        self.steps: list[int] = []
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.started_at = state.global_step
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.steps.append(state.global_step)
