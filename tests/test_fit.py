@@ -19,6 +19,7 @@ from hf_dumpembed.projections.embedfilter import gram_basis
 from hf_dumpembed.projections.fit import FitOptions, fit_projection, load_for_fit
 from hf_dumpembed.projections.unembedding import find_unembedding
 from tests.fit_fixtures import corpus_texts, folder_digest, write_corpus
+from tests.test_fit_independent import numpy_spectrum, unit_pooled_one_by_one
 
 TEXTS = ["A man is eating food.", "hello world second text", "Open the file, read every line.", "A monkey plays drums."]
 SCHEMA_KEYS = {"method", "mode", "dim", "gamma", "knee", "ratio", "seed", "corpus", "fitted_at", "plots"}
@@ -41,6 +42,23 @@ def spectemp_folders(llama_dump_model: Path, corpus: Path, tmp_path_factory: pyt
     return before, fit16, fit8
 
 
+def reference_knee_and_gamma(model_dir: Path, k: int) -> tuple[int, float]:
+    """The authors' rule by hand on the numpy spectrum of the model's unit pooled vectors of the fixture corpus:
+    noise floor σ² = mean(λ[int(0.9d):]), SNR_i = max(0, (λ_i − σ²) / σ²) for i < int(0.9d), knee by
+    `kneed.KneeLocator(convex, decreasing, S=0.5)`, γ(k) = min(1, SNR(k) / SNR(knee)).
+
+    Replaces a `0 <= γ <= 1` check. Break tried: the noise floor over the last 20% (`TAIL_FRACTION = 0.2`) — γ(16)
+    then differed and the test failed."""
+    from kneed import KneeLocator
+
+    _, values, _ = numpy_spectrum(unit_pooled_one_by_one(model_dir, corpus_texts()))
+    t0 = int(0.9 * len(values))
+    floor = values[t0:].mean()
+    snr = np.maximum(0.0, (values[:t0] - floor) / floor)
+    knee = int(KneeLocator(np.arange(1, t0 + 1), snr, S=0.5, curve="convex", direction="decreasing").knee)
+    return knee, min(1.0, snr[k - 1] / snr[knee - 1])
+
+
 def _info(folder: Path) -> dict:
     return json.loads((folder / "config.json").read_text())["projection_info"]
 
@@ -60,7 +78,8 @@ def test_spectemp_folder_same_vectors_everywhere_with_provenance(spectemp_folder
     assert info["corpus"] == {"path": corpus.name, "name": corpus.name, "sha256": sha256_files([corpus]),
                               "num_texts": len(corpus_texts())}
     assert not Path(info["source_model"]).is_absolute()
-    assert 0.0 <= info["gamma"] <= 1.0 and info["knee"] >= 1
+    knee, gamma16 = reference_knee_and_gamma(llama_dump_model, 16)
+    assert info["knee"] == knee and info["gamma"] == pytest.approx(gamma16, abs=1e-6)
     for plot in info["plots"]:
         assert (fit16 / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert {"plots/spectrum.png", "plots/snr.png", "plots/gamma.png"} == set(info["plots"])
