@@ -19,7 +19,7 @@ from hf_dumpembed.projections.embedfilter import gram_basis
 from hf_dumpembed.projections.fit import FitOptions, fit_projection, load_for_fit
 from hf_dumpembed.projections.unembedding import find_unembedding
 from tests.fit_fixtures import corpus_texts, folder_digest, write_corpus
-from tests.test_fit_independent import numpy_spectrum, unit_pooled_one_by_one
+from tests.test_fit_independent import reference_knee_and_gamma
 
 TEXTS = ["A man is eating food.", "hello world second text", "Open the file, read every line.", "A monkey plays drums."]
 SCHEMA_KEYS = {"method", "mode", "dim", "gamma", "knee", "ratio", "seed", "corpus", "fitted_at", "plots"}
@@ -40,23 +40,6 @@ def spectemp_folders(llama_dump_model: Path, corpus: Path, tmp_path_factory: pyt
     fit8 = fit_projection(llama_dump_model, root / "st8", FitOptions(method="spectemp", dim=8, progress=False),
                           corpus=corpus)
     return before, fit16, fit8
-
-
-def reference_knee_and_gamma(model_dir: Path, k: int) -> tuple[int, float]:
-    """The authors' rule by hand on the numpy spectrum of the model's unit pooled vectors of the fixture corpus:
-    noise floor σ² = mean(λ[int(0.9d):]), SNR_i = max(0, (λ_i − σ²) / σ²) for i < int(0.9d), knee by
-    `kneed.KneeLocator(convex, decreasing, S=0.5)`, γ(k) = min(1, SNR(k) / SNR(knee)).
-
-    Replaces a `0 <= γ <= 1` check. Break tried: the noise floor over the last 20% (`TAIL_FRACTION = 0.2`) — γ(16)
-    then differed and the test failed."""
-    from kneed import KneeLocator
-
-    _, values, _ = numpy_spectrum(unit_pooled_one_by_one(model_dir, corpus_texts()))
-    t0 = int(0.9 * len(values))
-    floor = values[t0:].mean()
-    snr = np.maximum(0.0, (values[:t0] - floor) / floor)
-    knee = int(KneeLocator(np.arange(1, t0 + 1), snr, S=0.5, curve="convex", direction="decreasing").knee)
-    return knee, min(1.0, snr[k - 1] / snr[knee - 1])
 
 
 def _info(folder: Path) -> dict:
