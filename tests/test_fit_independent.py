@@ -117,8 +117,8 @@ def test_fitted_vectors_equal_the_numpy_map_of_the_unit_pooled_vectors(method, g
     vector, μ, U, λ from numpy (and for SpecTemp γ(k) by hand; before, the SpecTemp map was only checked against
     the fit's own stored γ and basis).
 
-    Breaks tried: `spectral_matrix` with exponent −γ instead of −γ/2 (whiten and gamma fail; pca is γ = 0 and
-    unaffected, which the pca case documents); `DumpProjection.forward` without subtracting the mean (all fail);
+    Breaks tried: `spectral_matrix` with exponent −γ instead of −γ/2 (whiten, gamma, spectemp fail; pca is γ = 0,
+    unaffected); `DumpProjection.forward` without subtracting the mean (all fail);
     Kneedle's S = 2 instead of 0.5 (the spectemp case fails; a noise floor over the last 20% moves γ(12) too little
     to show in the vectors, and is caught by tests/test_fit.py's exact γ check).
     """
