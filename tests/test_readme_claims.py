@@ -18,7 +18,6 @@ import pytest
 import torch
 from transformers import AutoModel, AutoTokenizer
 
-from hf_dumpembed.evaluation.submission import content_revision, model_identity
 from hf_dumpembed.model.verify import encode_with_automodel
 from hf_dumpembed.projections.fit import FitOptions, fit_projection
 from tests.fit_fixtures import write_corpus
@@ -121,6 +120,11 @@ def test_results_are_filed_under_local_name_and_a_content_hash_or_the_snapshot(b
     """README (eval): by default a Hub-cache snapshot gives its own id and commit, any other folder `local/<folder>`
     and a sha1 of `config.json` + weights, so results of different weights never mix. Break tried: hashing only
     config.json — the changed-weights case then kept its revision."""
+    try:  # the folder's identity lives next to its ModelMeta (older layout: in the submission module)
+        from hf_dumpembed.evaluation.model_meta import content_revision, model_identity
+    except ImportError:
+        from hf_dumpembed.evaluation.submission import content_revision, model_identity
+
     folder = tmp_path / "my-model"
     shutil.copytree(bert_dump_model, folder)
     name, revision = model_identity(folder)
