@@ -19,6 +19,7 @@ from hf_dumpembed.projections.embedfilter import gram_basis
 from hf_dumpembed.projections.fit import FitOptions, fit_projection, load_for_fit
 from hf_dumpembed.projections.unembedding import find_unembedding
 from tests.fit_fixtures import corpus_texts, folder_digest, write_corpus
+from tests.test_fit_independent import reference_knee_and_gamma
 
 TEXTS = ["A man is eating food.", "hello world second text", "Open the file, read every line.", "A monkey plays drums."]
 SCHEMA_KEYS = {"method", "mode", "dim", "gamma", "knee", "ratio", "seed", "corpus", "fitted_at", "plots"}
@@ -60,7 +61,8 @@ def test_spectemp_folder_same_vectors_everywhere_with_provenance(spectemp_folder
     assert info["corpus"] == {"path": corpus.name, "name": corpus.name, "sha256": sha256_files([corpus]),
                               "num_texts": len(corpus_texts())}
     assert not Path(info["source_model"]).is_absolute()
-    assert 0.0 <= info["gamma"] <= 1.0 and info["knee"] >= 1
+    knee, gamma16 = reference_knee_and_gamma(llama_dump_model, 16)
+    assert info["knee"] == knee and info["gamma"] == pytest.approx(gamma16, abs=1e-6)
     for plot in info["plots"]:
         assert (fit16 / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert {"plots/spectrum.png", "plots/snr.png", "plots/gamma.png"} == set(info["plots"])
