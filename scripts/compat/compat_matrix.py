@@ -19,7 +19,8 @@ Slow (a few minutes per new environment; environments are reused): not part of t
 
     python scripts/compat/compat_matrix.py --venv-root ../compat-venvs --output runs/compat.json
 
-(--venv-root: anywhere outside the repository; --only NAME ... runs a subset without writing the record.)
+(--venv-root: anywhere outside the repository; --only NAME ... runs a subset without writing the record;
+--record-only rewrites the record's table from an earlier --output file.)
 
 It writes its BENCHMARKS.md section record (scripts/bench/results/compat.json) when it finishes.
 """
@@ -187,9 +188,10 @@ def record_tables(result: dict) -> list[Table]:
             rows.append([name, None, None, None, f"fails: {row['error'][-200:]}"])
             continue
         versions = row["versions"]
+        pinned = {pin.split("==")[0].split("[")[0] for pin in MATRIX.get(name, ([], ""))[0] if "==" in pin}
         installed = ", ".join(f"{package} {versions[package]}" for package in ("sentence-transformers", "transformers",
                                                                                 "torch", "tokenizers")
-                              if package in versions and package not in name)
+                              if package in versions and package not in pinned)
         rows.append([name, installed, ", ".join(row["modules"]) if row["modules"] else "(not exposed)",
                      row["max_abs_diff"],
                      "ok" if row["ok"] else ("wrong [DUMP] prefix" if not row["prefix_ok"] else "vectors differ")])
@@ -204,7 +206,15 @@ def main() -> None:
                         help="where the environments live (outside the repository; default: ../compat-venvs)")
     parser.add_argument("--only", nargs="*", default=None, help="run only these matrix entries (by name)")
     parser.add_argument("--output", type=Path, default=None, help="write the results as JSON here")
+    parser.add_argument("--record-only", action="store_true",
+                        help="run nothing: rewrite the section record's table from the --output JSON")
     args = parser.parse_args()
+    if args.record_only:
+        if args.output is None or not args.output.is_file():
+            raise SystemExit("--record-only reads the results of an earlier run: give --output FILE.")
+        result = json.loads(args.output.read_text())
+        write_record(SECTION, tables=record_tables(result), date=result["date"], title=TITLE, order=ORDER)
+        return
     from transformers import AutoTokenizer
 
     from hf_dumpembed.model.verify import encode_with_automodel
