@@ -10,6 +10,7 @@ import pytest
 
 onnxruntime = pytest.importorskip("onnxruntime", reason="pip install 'hf_dumpembed[onnx]'")
 
+import onnx  # noqa: E402  (installed with onnxruntime by the [onnx] extra)
 from transformers import AutoTokenizer  # noqa: E402
 
 from hf_dumpembed.cli import main  # noqa: E402
@@ -39,14 +40,18 @@ def bert_onnx(bert_dump_model, tmp_path_factory):
 
 def test_encoder_graph_matches_torch(bert_dump_model, bert_onnx):
     out = bert_onnx.out_dir
-    assert {"model.onnx", "model_int8.onnx", "openvino/openvino_model.xml", "tokenizer.json", "README.md",
-            "onnx_export.json"} <= set(bert_onnx.files)
+    assert {"model.onnx", "model_optimized.onnx", "model_int8.onnx", "openvino/openvino_model.xml", "tokenizer.json",
+            "README.md", "onnx_export.json"} <= set(bert_onnx.files)
     reference = encode_with_automodel(bert_dump_model, TEXTS)
     vectors, names = _onnx_vectors(out, TEXTS)
     assert names == ["input_ids", "attention_mask", "token_type_ids"]  # BERT uses segment ids
     np.testing.assert_allclose(vectors, reference, atol=1e-5)
     one, _ = _onnx_vectors(out, TEXTS[:1])  # dynamic batch: 1 row, another length
     np.testing.assert_allclose(one, reference[:1], atol=1e-5)
+    fused, _ = _onnx_vectors(out, TEXTS, file="model_optimized.onnx")  # onnxruntime's fused attention etc.
+    np.testing.assert_allclose(fused, reference, atol=1e-5)
+    fused_ops = {node.op_type for node in onnx.load(str(out / "model_optimized.onnx")).graph.node}
+    assert {"Attention", "SkipLayerNormalization", "BiasGelu"} <= fused_ops
     int8, _ = _onnx_vectors(out, TEXTS, file="model_int8.onnx")
     assert not np.allclose(int8, vectors, atol=1e-7)  # really quantised ...
     assert (int8 * reference).sum(axis=1).min() > 0.95  # ... and still close (unit vectors: dot = cosine)
@@ -62,7 +67,10 @@ def test_encoder_graph_matches_torch(bert_dump_model, bert_onnx):
 
     manifest = json.loads((out / "onnx_export.json").read_text())
     assert manifest["inputs"] == names and manifest["dimension"] == 32 and manifest["openvino_precision"] == "f32"
-    assert all(p["ok"] for p in manifest["parity"]) and len(manifest["parity"]) == 6
+    assert all(p["ok"] for p in manifest["parity"]) and len(manifest["parity"]) == 8
+    assert manifest["onnxruntime_fused"]["file"] == "model_optimized.onnx"
+    assert manifest["int8_source"] == "model_optimized.onnx"
+    assert manifest["int8_fp32_nodes"] == []  # by default every matrix product is quantised
     readme = (out / "README.md").read_text()
     assert "onnxruntime.InferenceSession" in readme and "add_custom_model" in readme and "openvino" in readme
     # The tokenizer config is the portable one (transformers 4.x reads it too) and still adds the prefix.
@@ -78,8 +86,11 @@ def test_decoder_graph_matches_torch_under_left_and_right_padding(llama_dump_mod
         vectors, names = _onnx_vectors(result.out_dir, TEXTS, padding_side=side)
         assert names == ["input_ids", "attention_mask"]
         np.testing.assert_allclose(vectors, reference, atol=1e-5, err_msg=f"{side} padding")
-    assert [p.name for p in result.parity] == ["onnxruntime fp32 (right padding)", "onnxruntime fp32 (left padding)",
-                                               "onnxruntime fp32 (one text)"]
+    assert [p.name for p in result.parity][:3] == ["onnxruntime fp32 (right padding)",
+                                                   "onnxruntime fp32 (left padding)", "onnxruntime fp32 (one text)"]
+    for side in ("left", "right"):  # onnxruntime's fusions for Llama: RMSNorm, rotary embedding, attention
+        vectors, _ = _onnx_vectors(result.out_dir, TEXTS, padding_side=side, file="model_optimized.onnx")
+        np.testing.assert_allclose(vectors, reference, atol=1e-5, err_msg=f"fused, {side} padding")
     assert not (result.out_dir / "model_int8.onnx").exists()
 
 
@@ -95,6 +106,42 @@ def test_graph_beyond_tolerance_is_not_written(bert_dump_model, tmp_path, monkey
         export_onnx(bert_dump_model, tmp_path / "out")
     assert "max |Δ| 1.0e-03" in str(error.value)
     assert not (tmp_path / "out").exists() and not list(tmp_path.iterdir())
+
+
+def test_fused_graph_beyond_tolerance_is_left_out(bert_dump_model, tmp_path, monkeypatch):
+    real = onnx_export.onnxruntime_runner
+
+    def skew_fused(path):
+        run = real(path)
+        return (lambda batch: run(batch) + 1e-3) if path.name == "model_optimized.onnx" else run
+
+    monkeypatch.setattr(onnx_export, "onnxruntime_runner", skew_fused)
+    result = export_onnx(bert_dump_model, tmp_path / "out", int8=True)
+    assert "model_optimized.onnx" not in result.files and "model.onnx" in result.files
+    manifest = json.loads((tmp_path / "out" / "onnx_export.json").read_text())
+    assert manifest["onnxruntime_fused"]["reason"] == "parity failed" and manifest["int8_source"] == "model.onnx"
+    assert not any("fused" in p.name for p in result.parity)
+
+
+def test_int8_mlp_fp32_keeps_the_down_projections(bert_dump_model, tmp_path):
+    result = export_onnx(bert_dump_model, tmp_path / "out", int8=True, fuse=False, int8_mlp_fp32=True)
+    manifest = json.loads((tmp_path / "out" / "onnx_export.json").read_text())
+    layers = json.loads((bert_dump_model / "config.json").read_text())["text_config"]["num_hidden_layers"]
+    kept = set(manifest["int8_fp32_nodes"])
+    assert len(kept) == layers and manifest["int8_source"] == "model.onnx"
+    # Each kept node is a MatMul reading the MLP activation (intermediate -> hidden); the others are quantised.
+    portable = onnx.load(str(tmp_path / "out" / "model.onnx")).graph
+    weights = {t.name: list(t.dims) for t in portable.initializer}
+    for node in portable.node:
+        if node.name in kept:
+            rows, columns = weights[node.input[1]]
+            assert node.op_type == "MatMul" and rows > columns
+    int8_nodes = onnx.load(str(tmp_path / "out" / "model_int8.onnx")).graph.node
+    assert kept <= {node.name for node in int8_nodes if node.op_type == "MatMul"}
+    assert sum(node.op_type == "MatMulInteger" for node in int8_nodes) >= 3 * layers  # Q, K, V, out, MLP up
+    assert all(p.ok for p in result.parity)
+    with pytest.raises(SystemExit, match="add --int8"):
+        main(["export-onnx", str(bert_dump_model), str(tmp_path / "cli"), "--int8-mlp-fp32"])
 
 
 def test_compare_fails_on_nan_and_shape_mismatch():

@@ -16,7 +16,11 @@ Every graph written is run on sample texts and compared with the torch model; th
 and a graph beyond tolerance is refused (nothing is written): fp32 max |Δ| <= 1e-4, int8 and bf16 min cosine >=
 0.95 / 0.99. Models that compose a prompt inside the model (--prompt) cannot be exported.
 
---int8 adds model_int8.onnx (onnxruntime dynamic quantisation of the matrix products). --openvino adds
+model.onnx uses standard ONNX operators only. model_optimized.onnx (unless --no-fuse) is the same graph with
+onnxruntime's transformer fusions (fused attention, skip-LayerNorm, bias-GELU, RMSNorm, rotary embedding): it runs
+in onnxruntime only and is the faster one there; it is checked like the others and left out if it disagrees.
+--int8 adds model_int8.onnx (onnxruntime dynamic quantisation of the fused graph's matrix products; with
+--int8-mlp-fp32 each layer's MLP down-projection stays fp32: closer vectors, slower). --openvino adds
 openvino/openvino_model.xml (OpenVINO IR, f32 weights), checked at the inference precision --precision (f32, or bf16:
 bfloat16 matrix products on CPUs with AVX512-BF16/AMX); the README shows how to compile it at that precision.
 Needs pip install 'hf_dumpembed[onnx]' (and 'hf_dumpembed[openvino]').
@@ -26,10 +30,13 @@ Needs pip install 'hf_dumpembed[onnx]' (and 'hf_dumpembed[openvino]').
 def _export_onnx(args: argparse.Namespace) -> None:
     from ..model.onnx_export import export_onnx
 
+    if args.int8_mlp_fp32 and not args.int8:
+        raise ValueError("--int8-mlp-fp32 chooses how the int8 graph is quantised; add --int8.")
     if args.precision is not None and not args.openvino:
         raise ValueError("--precision chooses the OpenVINO inference precision; add --openvino.")
     result = export_onnx(args.model, args.out, int8=args.int8, openvino=args.openvino,
-                         precision=args.precision or "f32", overwrite=args.overwrite)
+                         precision=args.precision or "f32", fuse=not args.no_fuse,
+                         int8_mlp_fp32=args.int8_mlp_fp32, overwrite=args.overwrite)
     say(result.describe())
     say(f"Wrote {result.out_dir}: {', '.join(result.files)}")
 
@@ -44,8 +51,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("model", help="a DumpEmbed model folder")
     parser.add_argument("out", help="output folder (must not exist or be empty, unless --overwrite)")
     parser.add_argument("--int8", action="store_true", help="also write model_int8.onnx (dynamic int8 quantisation)")
+    parser.add_argument("--int8-mlp-fp32", action="store_true",
+                        help="with --int8: keep each layer's MLP down-projection in fp32 (its input has outliers)")
     parser.add_argument("--openvino", action="store_true", help="also write the OpenVINO IR (openvino/)")
     parser.add_argument("--precision", choices=["f32", "bf16"], default=None,
                         help="OpenVINO inference precision to check and document (default: f32)")
+    parser.add_argument("--no-fuse", action="store_true",
+                        help="skip model_optimized.onnx (onnxruntime's fused graph); int8 then quantises model.onnx")
     parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
     parser.set_defaults(func=_export_onnx)

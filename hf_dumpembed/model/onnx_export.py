@@ -5,10 +5,14 @@ batch and sequence axes, and returns ``sentence_embedding``: the vectors the mod
 sentence-transformers, so ONNX-only runtimes (onnxruntime, fastembed, OpenVINO) need no pooling or projection code
 of their own. The [DUMP] prefix is added by the tokenizer (its tokenizer.json post-processor), as everywhere else.
 
-Optional artefacts: ``model_int8.onnx`` (onnxruntime dynamic int8 quantisation) and ``openvino/openvino_model.xml``
-(OpenVINO IR, f32 weights; the f32 or bf16 inference precision it was checked at is recorded in onnx_export.json).
-Every graph is run after writing and compared with the torch model; one that disagrees beyond its tolerance is not
-written.
+``model.onnx`` uses standard ONNX operators only (any runtime). ``model_optimized.onnx`` is the same graph with
+onnxruntime's transformer fusions (fused attention, skip-LayerNorm, bias-GELU; onnxruntime only, faster on CPU).
+Optional artefacts: ``model_int8.onnx`` (onnxruntime dynamic int8 quantisation of the fused graph; optionally with
+the MLP down-projections kept in fp32) and
+``openvino/openvino_model.xml`` (OpenVINO IR from the portable graph, f32 weights; the f32 or bf16 inference
+precision it was checked at is recorded in onnx_export.json). Every graph is run after writing and compared with
+the torch model; one that disagrees beyond its tolerance is not written (the fused graph is then left out and the
+export goes on with the portable one).
 """
 
 from __future__ import annotations
@@ -28,11 +32,13 @@ from torch import nn
 
 from .._utils.folders import staged_output
 from ..remote import DumpEmbedModel
+from .onnx_optimize import SINGLE_FILE_LIMIT, down_projections, fuse_for_onnxruntime, quantize_int8, session_options
 from .stock_compat import legacy_tokenizer_config
 
 logger = logging.getLogger(__name__)
 
 ONNX_FILE = "model.onnx"
+OPTIMIZED_FILE = "model_optimized.onnx"
 INT8_FILE = "model_int8.onnx"
 OPENVINO_DIR = "openvino"
 OPENVINO_FILE = "openvino_model.xml"
@@ -41,8 +47,6 @@ OUTPUT_NAME = "sentence_embedding"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 OPENVINO_PRECISIONS = ("f32", "bf16")
 OPSET = 18
-# Largest single-file ONNX protobuf; bigger graphs keep their weights in model.onnx.data next to it.
-SINGLE_FILE_LIMIT = 1_800_000_000
 
 # Parity: fp32 graphs must match to an absolute tolerance; int8 and bf16 change the arithmetic by design, so they
 # are held to a minimum cosine similarity with the torch vectors (their max |Δ| is printed too).
@@ -186,17 +190,8 @@ def export_graph(graph: EmbeddingGraph, example: dict[str, np.ndarray], path: Pa
 def onnxruntime_runner(path: Path) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
     import onnxruntime
 
-    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    session = onnxruntime.InferenceSession(str(path), session_options(), providers=["CPUExecutionProvider"])
     return lambda batch: session.run([OUTPUT_NAME], batch)[0]
-
-
-def quantize_int8(source: Path, target: Path) -> None:
-    """onnxruntime dynamic quantisation: int8 weights of MatMul/Gemm (one scale per output channel: one per tensor
-    lost too much, min cosine 0.88 vs 0.98 on all-MiniLM-L6-v2), activations quantised per batch at run time."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8, per_channel=True,
-                     op_types_to_quantize=["MatMul", "Gemm"])
 
 
 def openvino_runner(xml: Path, precision: str) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
@@ -236,9 +231,27 @@ def write_tokenizer_files(model_dir: Path, out_dir: Path) -> None:
         config_path.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n")
 
 
+def add_fused_graph(staging: Path, accept_fused: Callable[[list[Parity]], bool]) -> dict:
+    """Write model_optimized.onnx (onnxruntime fusions of model.onnx) when its vectors pass; the manifest entry."""
+    try:
+        fusions = fuse_for_onnxruntime(staging / ONNX_FILE, staging / OPTIMIZED_FILE)
+    except Exception as error:  # noqa: BLE001 - an optional artefact: report it and go on with the portable graph
+        logger.warning("onnxruntime fusion failed (%s); only the portable graph is written.", error)
+        return {"file": None, "reason": f"fusion failed: {error}"}
+    if not accept_fused(fusions):
+        for path in staging.glob(f"{OPTIMIZED_FILE}*"):
+            path.unlink()
+        logger.warning("The onnxruntime-fused graph does not reproduce the model's vectors; left out.")
+        return {"file": None, "reason": "parity failed", "fusions": fusions}
+    return {"file": OPTIMIZED_FILE, "fusions": fusions}
+
+
 def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = False, openvino: bool = False,
-                precision: str = "f32", overwrite: bool = False) -> OnnxExport:
-    """Write ``out_dir``: model.onnx (+ model_int8.onnx, openvino/), tokenizer files, README.md, onnx_export.json.
+                precision: str = "f32", fuse: bool = True, int8_mlp_fp32: bool = False,
+                overwrite: bool = False) -> OnnxExport:
+    """Write ``out_dir``: model.onnx (+ model_optimized.onnx, model_int8.onnx, openvino/), tokenizer files,
+    README.md, onnx_export.json. ``fuse``: also write the onnxruntime-fused graph (int8 is quantised from it);
+    ``int8_mlp_fp32``: keep each layer's MLP down-projection in fp32 in the int8 graph (closer vectors, slower).
 
     Raises ValueError (nothing written) when a graph's vectors disagree with the torch model beyond tolerance, or for
     a model that composes a prompt inside its forward (not expressible as one static graph).
@@ -248,54 +261,53 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
         require("openvino")
     if precision not in OPENVINO_PRECISIONS:
         raise ValueError(f"precision must be one of {OPENVINO_PRECISIONS}; got {precision!r}.")
-    from transformers import AutoTokenizer
-
     model_dir = Path(model_dir)
-    model = DumpEmbedModel.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="sdpa").eval()
-    if model.config.prompt_mode is not None:
-        raise ValueError(f"{model_dir} composes a {model.config.prompt_mode!r} prompt inside the model (a data-"
-                         "dependent rewrite of the token ids), which one ONNX graph cannot express; serve it with "
-                         "transformers or sentence-transformers (trust_remote_code=True).")
-    tokenizer = AutoTokenizer.from_pretrained(str(model_dir), trust_remote_code=True)  # the folder being exported
+    model, tokenizer = load_for_export(model_dir)
     inputs = graph_inputs(model, tokenizer)
     graph = EmbeddingGraph(model, "token_type_ids" in inputs).eval()
-    decoder = model.config.pooling == "last"
     batches = {"right padding": tokenize(tokenizer, PARITY_TEXTS, inputs, "right")}
-    if decoder:
+    if model.config.pooling == "last":
         batches["left padding"] = tokenize(tokenizer, PARITY_TEXTS, inputs, "left")
     batches["one text"] = tokenize(tokenizer, PARITY_TEXTS[:1], inputs)
     references = {side: torch_vectors(model, batch) for side, batch in batches.items()}
     result = OnnxExport(out_dir=Path(out_dir), inputs=inputs, dimension=int(references["right padding"].shape[1]))
 
-    def accept(parities: list[Parity]) -> None:
-        result.parity += parities
+    def check(name: str, kind: str, run: Callable, strict: bool = True) -> bool:
+        """Record the graph's parity; beyond tolerance: raise (strict) or return False (an optional graph)."""
+        parities = check_parity(name, kind, run, batches, references)
         for parity in parities:
             logger.info("%s", parity.describe().strip())
-        failed = [p for p in parities if not p.ok]
-        if failed:
+        ok = all(p.ok for p in parities)
+        if ok or strict:
+            result.parity += parities
+        if not ok and strict:
             raise ValueError("the exported graph does not reproduce the model's vectors, so nothing was written:\n"
                              + result.describe())
+        return ok
 
     with staged_output(out_dir, overwrite=overwrite) as staging:
         logger.info("Exporting %s to ONNX (inputs %s) ...", model_dir, ", ".join(inputs))
         export_graph(graph, tokenize(tokenizer, PARITY_TEXTS[:2], inputs), staging / ONNX_FILE)
-        accept(check_parity("onnxruntime fp32", "fp32", onnxruntime_runner(staging / ONNX_FILE), batches, references))
+        check("onnxruntime fp32", "fp32", onnxruntime_runner(staging / ONNX_FILE))
+        fused = add_fused_graph(staging, lambda _: check("onnxruntime fp32 fused", "fp32", onnxruntime_runner(
+            staging / OPTIMIZED_FILE), strict=False)) if fuse else {"file": None, "reason": "not requested"}
+        int8_fp32 = None
         if int8:
-            quantize_int8(staging / ONNX_FILE, staging / INT8_FILE)
-            accept(check_parity("onnxruntime int8", "int8", onnxruntime_runner(staging / INT8_FILE), batches,
-                                references))
+            source = staging / (fused["file"] or ONNX_FILE)
+            int8_fp32 = quantize_int8(source, staging / INT8_FILE, down_projections(source) if int8_mlp_fp32 else ())
+            check("onnxruntime int8", "int8", onnxruntime_runner(staging / INT8_FILE))
         if openvino:
             xml = staging / OPENVINO_DIR / OPENVINO_FILE
             convert_openvino(staging / ONNX_FILE, xml)
-            kind = "bf16" if precision == "bf16" else "fp32"
-            accept(check_parity(f"OpenVINO {precision}", kind, openvino_runner(xml, precision), batches, references))
+            check(f"OpenVINO {precision}", "bf16" if precision == "bf16" else "fp32", openvino_runner(xml, precision))
         write_tokenizer_files(model_dir, staging)
         manifest = {
             "source": str(model_dir.resolve()), "inputs": inputs, "output": OUTPUT_NAME,
             "dimension": result.dimension, "pooling": model.config.pooling, "normalized": bool(model.config.normalize),
             "num_dump_tokens": model.config.num_dump_tokens, "opset": OPSET, "torch": torch.__version__,
-            "openvino_precision": precision if openvino else None,
-            "parity": [asdict(p) for p in result.parity],
+            "onnxruntime_fused": fused, "int8_source": (fused["file"] or ONNX_FILE) if int8 else None,
+            "int8_fp32_nodes": int8_fp32,
+            "openvino_precision": precision if openvino else None, "parity": [asdict(p) for p in result.parity],
         }
         (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
         from .onnx_readme import render_readme
@@ -303,3 +315,16 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
         (staging / "README.md").write_text(render_readme(model_dir, manifest, staging))
         result.files = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
     return result
+
+
+def load_for_export(model_dir: Path):
+    """The DumpEmbed model (fp32, SDPA attention) and its tokenizer; refuses models that build a prompt inside."""
+    from transformers import AutoTokenizer
+
+    model = DumpEmbedModel.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="sdpa").eval()
+    if model.config.prompt_mode is not None:
+        raise ValueError(f"{model_dir} composes a {model.config.prompt_mode!r} prompt inside the model (a data-"
+                         "dependent rewrite of the token ids), which one ONNX graph cannot express; serve it with "
+                         "transformers or sentence-transformers (trust_remote_code=True).")
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir), trust_remote_code=True)  # the folder being exported
+    return model, tokenizer

@@ -31,7 +31,7 @@ from tokenizers import Tokenizer
 tokenizer = Tokenizer.from_file("{path}/tokenizer.json")
 tokenizer.enable_padding(pad_id={pad_id}, pad_token="{pad_token}")
 tokenizer.enable_truncation(max_length={max_length})
-session = onnxruntime.InferenceSession("{path}/{onnx_file}", providers=["CPUExecutionProvider"])
+session = onnxruntime.InferenceSession("{path}/{ort_file}", providers=["CPUExecutionProvider"])
 
 texts = ["How do I read a file line by line in Python?", "Open the file and iterate over it."]
 encodings = tokenizer.encode_batch(texts)
@@ -41,7 +41,7 @@ print(embeddings @ embeddings.T)
 ```
 
 `transformers.AutoTokenizer.from_pretrained("{path}")(texts, padding=True, return_tensors="np")` gives the same
-inputs (cast them to int64).{int8_section}
+inputs (cast them to int64).{fused_section}{int8_section}
 
 ## fastembed (custom model)
 
@@ -55,7 +55,7 @@ TextEmbedding.add_custom_model(
     normalization=False,
     sources=ModelSource(hf="{model_id}"),
     dim={dimension},
-    model_file="{onnx_file}",
+    model_file="{ort_file}",
 )
 model = TextEmbedding(model_name="{model_id}", specific_model_path="{path}")
 embeddings = list(model.embed(["How do I read a file line by line in Python?"]))
@@ -66,10 +66,19 @@ Made with `hf-dumpembed export-onnx` (torch {torch}, opset {opset}). The exporte
 runtime and `tokenizers`.
 """
 
+FUSED_SECTION = """
+
+`model_optimized.onnx` is `model.onnx` with onnxruntime's transformer fusions (fused attention, skip-LayerNorm,
+bias-GELU; made by onnxscript's onnxruntime rewrite rules): the same vectors (see the parity table), faster, but its
+contrib operators run in onnxruntime only; other runtimes take `model.onnx`. On a CPU shared with other processes,
+`options.add_session_config_entry("session.intra_op.allow_spinning", "0")` on the `onnxruntime.SessionOptions`
+keeps idle worker threads from busy-waiting."""
+
 INT8_SECTION = """
 
-`{int8_file}` is the same graph with dynamically quantised int8 weights (onnxruntime `quantize_dynamic`): faster on
-CPU, vectors close to but not equal to fp32 (see the parity table). Load it like `{onnx_file}`."""
+`{int8_file}` is `{source}` with dynamically quantised int8 weights (onnxruntime `quantize_dynamic`, one scale per
+output channel{kept}): faster on CPU, vectors close to but not equal to fp32 (see the parity table). Load it like
+`{ort_file}`."""
 
 OPENVINO_SECTION = """
 ## OpenVINO
@@ -111,6 +120,8 @@ def render_readme(model_dir: Path, manifest: dict[str, Any], folder: Path, model
     feed = "".join(f'\n    "{name}": np.array([e.{_ENCODING_FIELD[name]} for e in encodings], dtype=np.int64),'
                    for name in inputs) + "\n"
     int8 = "model_int8.onnx" in files
+    fused = "model_optimized.onnx" in files
+    ort_file = "model_optimized.onnx" if fused else "model.onnx"
     openvino = manifest.get("openvino_precision")
     return TEMPLATE.format(
         name=model_dir.name, pooling=manifest["pooling"],
@@ -118,10 +129,13 @@ def render_readme(model_dir: Path, manifest: dict[str, Any], folder: Path, model
         dimension=manifest["dimension"], inputs=", ".join(f"`{name}`" for name in inputs),
         num_dump=manifest["num_dump_tokens"], files=", ".join(f"`{f}`" for f in files + ["README.md"]),
         parity_rows=rows, path=path, pad_id=pad_id, pad_token=pad_token,
-        max_length=int(min(tokenizer_config.get("model_max_length") or 512, 10**6)), onnx_file="model.onnx",
+        max_length=int(min(tokenizer_config.get("model_max_length") or 512, 10**6)), ort_file=ort_file,
         feed=feed, model_id=model_id or f"local/{model_dir.name}-onnx", torch=manifest["torch"],
         opset=manifest["opset"],
-        int8_section=INT8_SECTION.format(int8_file="model_int8.onnx", onnx_file="model.onnx") if int8 else "",
+        fused_section=FUSED_SECTION if fused else "",
+        int8_section=INT8_SECTION.format(int8_file="model_int8.onnx", ort_file=ort_file, kept=(
+            "; each layer's MLP down-projection kept in fp32" if manifest.get("int8_fp32_nodes") else ""),
+                                         source=manifest.get("int8_source") or "model.onnx") if int8 else "",
         openvino_section=OPENVINO_SECTION.format(
             path=path, precision=openvino, inputs_list=inputs,
             bf16_note=BF16_NOTE if openvino == "bf16" else "") if openvino else "",

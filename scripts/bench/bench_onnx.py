@@ -1,11 +1,16 @@
-"""CPU serving: the torch model vs its ONNX export in onnxruntime (fp32, int8) and OpenVINO (f32, bf16), one run.
+"""CPU serving: the torch model vs its ONNX export in onnxruntime and OpenVINO, one run.
 
 Model: DumpEmbed K=4 on the embedded all-MiniLM-L6-v2 (`hf-dumpembed build embedded:encoder`), exported with
-`hf-dumpembed export-onnx --int8 --openvino` (or give --model / --onnx for other folders). Every runtime gets the
-same tokenized batches (texts sorted by length, as sentence-transformers batches them; tokenization is not timed):
+`hf-dumpembed export-onnx --int8 --openvino` (or give --model / --onnx for other folders). Runtimes: torch; the
+portable model.onnx and the fused model_optimized.onnx in onnxruntime (fp32); model_int8.onnx, and the int8 graph
+with fp32 MLP down-projections (`--int8-mlp-fp32`, quantised here from the fused graph); the OpenVINO IR at f32
+and bf16 precision. onnxruntime sessions: all graph optimisations, sequential, --threads intra-op threads, no
+busy-waiting workers. Every runtime gets the same tokenized batches (texts sorted by length, as
+sentence-transformers batches them, padded to the batch's longest; tokenization is not timed):
 
-* speed: first paragraphs of CPython stdlib docstrings; each repeat runs every runtime over all texts in a rotated
-  order; medians over repeats and the ratio of torch's median time to each runtime's (speed-up, same run);
+* speed: first paragraphs of CPython stdlib docstrings; interleaved per batch (every runtime encodes a batch, in
+  an order rotated per batch and repeat, before the next batch); medians over repeats of each runtime's total time
+  and the ratio of torch's median to each runtime's (speed-up, same run);
 * quality: nDCG@10 (mteb's metric code) on the held-out collections (StdlibCode, PyFAQ, ManPages under
   --data-dir), each runtime's vectors vs torch's: relative change, and the minimum cosine between the two.
 
@@ -40,16 +45,26 @@ from hf_dumpembed.data.beir import load_beir  # noqa: E402
 from hf_dumpembed.evaluation.cached import subsample  # noqa: E402
 from hf_dumpembed.evaluation.metrics import retrieval_metrics  # noqa: E402
 from hf_dumpembed.model.builder import BuildOptions, build  # noqa: E402
-from hf_dumpembed.model.onnx_export import INT8_FILE, ONNX_FILE, OPENVINO_DIR, OPENVINO_FILE, OUTPUT_NAME, export_onnx  # noqa: E402,E501
+from hf_dumpembed.model.onnx_export import (  # noqa: E402
+    INT8_FILE,
+    ONNX_FILE,
+    OPENVINO_DIR,
+    OPENVINO_FILE,
+    OPTIMIZED_FILE,
+    OUTPUT_NAME,
+    export_onnx,
+)
+from hf_dumpembed.model.onnx_optimize import down_projections, quantize_int8, session_options  # noqa: E402
 from hf_dumpembed.remote import DumpEmbedModel  # noqa: E402
 
-SECTION, ORDER, TITLE = "onnx", 15, "CPU serving: torch vs onnxruntime (fp32, int8) vs OpenVINO (f32, bf16)"
+SECTION, ORDER, TITLE = "onnx", 15, "CPU serving: torch vs onnxruntime (fp32, fused, int8) vs OpenVINO (f32, bf16)"
 COLLECTIONS = ("StdlibCode", "PyFAQ", "ManPages")
 Runner = Callable[[dict[str, np.ndarray]], np.ndarray]
 
 
-def runners(model_dir: Path, onnx_dir: Path, threads: int) -> dict[str, Runner]:
-    """Each runtime as a function of one tokenized numpy batch -> vectors."""
+def runners(model_dir: Path, onnx_dir: Path, threads: int, work: Path) -> dict[str, Runner]:
+    """Each runtime as a function of one tokenized numpy batch -> vectors. The int8 graph with fp32 MLP
+    down-projections (`export-onnx --int8-mlp-fp32`) is quantised here from the export's fused graph."""
     import onnxruntime
     import openvino
 
@@ -59,9 +74,8 @@ def runners(model_dir: Path, onnx_dir: Path, threads: int) -> dict[str, Runner]:
         with torch.inference_mode():
             return model(**{k: torch.from_numpy(v) for k, v in batch.items()}).sentence_embedding.numpy()
 
-    def ort(path: Path) -> Runner:
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+    def ort(path: Path) -> Runner:  # no busy-waiting workers: the CPU is shared with the other runtimes
+        options = session_options(threads, spinning=False)
         session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         return lambda batch: session.run([OUTPUT_NAME], batch)[0]
 
@@ -72,8 +86,11 @@ def runners(model_dir: Path, onnx_dir: Path, threads: int) -> dict[str, Runner]:
         output = compiled.output(OUTPUT_NAME)
         return lambda batch: compiled(batch)[output]
 
+    mlp_fp32 = work / "model_int8_mlp_fp32.onnx"
+    quantize_int8(onnx_dir / OPTIMIZED_FILE, mlp_fp32, down_projections(onnx_dir / OPTIMIZED_FILE))
     return {"torch fp32": run_torch, "onnxruntime fp32": ort(onnx_dir / ONNX_FILE),
-            "onnxruntime int8": ort(onnx_dir / INT8_FILE), "OpenVINO f32": ov("f32"), "OpenVINO bf16": ov("bf16")}
+            "onnxruntime fp32 fused": ort(onnx_dir / OPTIMIZED_FILE), "onnxruntime int8": ort(onnx_dir / INT8_FILE),
+            "onnxruntime int8, MLP down fp32": ort(mlp_fp32), "OpenVINO f32": ov("f32"), "OpenVINO bf16": ov("bf16")}
 
 
 def batches(tokenizer, texts: list[str], batch_size: int, inputs: list[str], max_length: int
@@ -94,16 +111,23 @@ def encode(run: Runner, prepared: tuple[list[dict[str, np.ndarray]], np.ndarray]
 
 
 def measure_speed(runs: dict[str, Runner], prepared, repeats: int) -> dict[str, list[float]]:
-    """Every runtime over all texts per repeat, in a rotated order (interleaved); one warm-up pass first."""
+    """Seconds per runtime for all texts, per repeat. Interleaved per batch: every runtime encodes the same batch
+    before the next batch starts, in an order rotated from batch to batch and repeat to repeat, so a load spike
+    on the shared machine hits every runtime alike. One warm-up batch per runtime first."""
     for run in runs.values():
         run(prepared[0][0])
     times: dict[str, list[float]] = {name: [] for name in runs}
     names = list(runs)
     for repeat in range(repeats):
-        for name in names[repeat % len(names):] + names[:repeat % len(names)]:
-            started = time.perf_counter()
-            encode(runs[name], prepared)
-            times[name].append(time.perf_counter() - started)
+        total = dict.fromkeys(names, 0.0)
+        for index, batch in enumerate(prepared[0]):
+            shift = (repeat + index) % len(names)
+            for name in names[shift:] + names[:shift]:
+                started = time.perf_counter()
+                runs[name](batch)
+                total[name] += time.perf_counter() - started
+        for name in names:
+            times[name].append(total[name])
         line = ", ".join(f"{n} {t[-1]:.2f}s" for n, t in times.items())
         print(f"repeat {repeat + 1}/{repeats}: {line}", flush=True)  # noqa: T201
     return times
@@ -140,7 +164,7 @@ def record_tables(result: dict) -> list[Table]:
     tables = [Table(columns=["runtime", "median s", "texts/s", "speed-up vs torch"], rows=speed_rows,
                     caption=f"{result['speed_texts']} stdlib docstrings (mean {result['mean_tokens']:.1f} tokens with "
                             f"the [DUMP] prefix), batch {result['batch_size']}, {result['threads']} threads, "
-                            f"{result['repeats']} interleaved repeats",
+                            f"{result['repeats']} repeats interleaved per batch",
                     formats={"median s": 2, "texts/s": 0, "speed-up vs torch": 2})]
     quality = result.get("quality")
     if quality:
@@ -191,7 +215,7 @@ def main() -> None:
     onnx_dir = args.onnx or export_onnx(model_dir, work / "k4-onnx", int8=True, openvino=True).out_dir
     inputs = json.loads((onnx_dir / "onnx_export.json").read_text())["inputs"]
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir), trust_remote_code=True)
-    runs = runners(Path(model_dir), Path(onnx_dir), args.threads)
+    runs = runners(Path(model_dir), Path(onnx_dir), args.threads, work)
 
     texts = stdlib_docstrings(args.texts)
     prepared = batches(tokenizer, texts, args.batch_size, inputs, args.max_length)

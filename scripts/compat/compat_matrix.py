@@ -2,17 +2,25 @@
 
 One virtual environment per client/version, installed from the package registry with the CPU wheel of torch 2.13
 pinned first, then the client's pins (everything else as pip resolves it). In each, a fresh Python process loads
-the export with `SentenceTransformer(path)` (no remote code, offline), encodes the texts, and reports its versions,
-the token ids it fed the model and the vectors. They are compared with the DumpEmbed folder's own vectors
+the export through the client's own API (no remote code, offline): `SentenceTransformer(path)` for the
+sentence-transformers/transformers pairs; infinity-emb's AsyncEmbeddingEngine (torch engine); LangChain's
+HuggingFaceEmbeddings; LlamaIndex's HuggingFaceEmbedding; Haystack's SentenceTransformersDocumentEmbedder (the
+sentence-transformers-haystack integration); a chromadb collection with its SentenceTransformerEmbeddingFunction
+(vectors read back from the collection). It reports its versions, the token ids it fed the model (where the client
+exposes its SentenceTransformer) and the vectors. They are compared with the DumpEmbed folder's own vectors
 (AutoModel, trust_remote_code=True, in this environment): max |Δ| must be <= 1e-5, and the tokenized input must
 carry the [DUMP] prefix exactly as the DumpEmbed tokenizer does.
 
-The model is DumpEmbed K=4 on the embedded all-MiniLM-L6-v2 with a random 128-d projection (`fit --method
-random-project`), so the export holds Transformer, Pooling, Normalize, Dense and Normalize modules.
+The model is DumpEmbed K=4 (`--pooling mean`, which stock Pooling expresses) on the embedded all-MiniLM-L6-v2 with
+a random 128-d projection (`fit --method random-project`), so the export holds Transformer, Pooling, Normalize,
+Dense and Normalize modules.
 
 Slow (a few minutes per new environment; environments are reused): not part of the test run.
 
-    python scripts/compat/compat_matrix.py --venv-root runs/compat-venvs --output runs/compat.json
+    python scripts/compat/compat_matrix.py --venv-root ../compat-venvs --output runs/compat.json
+
+(--venv-root: anywhere outside the repository; --only NAME ... runs a subset without writing the record;
+--record-only rewrites the record's table from an earlier --output file.)
 
 It writes its BENCHMARKS.md section record (scripts/bench/results/compat.json) when it finishes.
 """
@@ -38,13 +46,8 @@ from hf_dumpembed._utils.machine import machine_info
 SECTION, ORDER, TITLE = "compat", 16, "Compatibility: the stock export in other client versions"
 TORCH = "torch==2.13.0"
 TOLERANCE = 1e-5
-# name -> pins installed after torch.
-MATRIX = {
-    "sentence-transformers 3.4.1 + transformers 4.57.6": ["sentence-transformers==3.4.1", "transformers==4.57.6"],
-    "sentence-transformers 5.7.0 + transformers 4.57.6": ["sentence-transformers==5.7.0", "transformers==4.57.6"],
-    "sentence-transformers 5.7.0 + transformers 5.24.0": ["sentence-transformers==5.7.0", "transformers==5.24.0"],
-    "sentence-transformers 6.2.0 + transformers 5.24.0": ["sentence-transformers==6.2.0", "transformers==5.24.0"],
-}
+# name -> (pins installed after torch, the client snippet that embeds TEXTS).
+MATRIX: dict[str, tuple[list[str], str]] = {}
 TEXTS = [
     "A man is eating food.",
     "How do I read a file line by line in Python?",
@@ -52,19 +55,90 @@ TEXTS = [
     "x",
     "Open the file, read every line, and close it again. " * 12,
 ]
-CLIENT = """
-import json, sys
-import sentence_transformers, torch, transformers, tokenizers
+# Each snippet gets ``path`` (the export) and ``texts``, and sets ``vectors`` (one per text, in order) and ``st``
+# (the SentenceTransformer the client built, or None where it keeps it out of reach); the runner reports the
+# versions of ``DISTRIBUTIONS`` that are installed.
+SENTENCE_TRANSFORMERS = """
 from sentence_transformers import SentenceTransformer
-texts = json.loads(sys.argv[2])
-model = SentenceTransformer(sys.argv[1])
-vectors = model.encode(texts, convert_to_numpy=True, batch_size=2)
-features = model.tokenize(texts[:1])
+st = SentenceTransformer(path)
+vectors = st.encode(texts, convert_to_numpy=True, batch_size=2)
+"""
+INFINITY = """
+import asyncio
+from infinity_emb import AsyncEmbeddingEngine, EngineArgs
+engine = AsyncEmbeddingEngine.from_args(EngineArgs(
+    model_name_or_path=path, engine="torch", device="cpu", batch_size=2, bettertransformer=False,
+    model_warmup=False, compile=False))
+async def embed():
+    async with engine:
+        embeddings, _ = await engine.embed(sentences=texts)
+    return embeddings
+vectors = asyncio.run(embed())
+st = None
+"""
+LANGCHAIN = """
+from langchain_huggingface import HuggingFaceEmbeddings
+client = HuggingFaceEmbeddings(model_name=path, encode_kwargs={"batch_size": 2})
+vectors = client.embed_documents(texts)
+st = client._client
+"""
+LLAMA_INDEX = """
+from llama_index.embeddings.huggingface import HuggingFaceEmbedding
+client = HuggingFaceEmbedding(model_name=path, embed_batch_size=2, device="cpu")
+vectors = client.get_text_embedding_batch(texts)
+st = client._model
+"""
+HAYSTACK = """
+from haystack import Document
+from haystack_integrations.components.embedders.sentence_transformers import SentenceTransformersDocumentEmbedder
+embedder = SentenceTransformersDocumentEmbedder(model=path, batch_size=2)
+embedder.warm_up()
+documents = embedder.run(documents=[Document(content=t) for t in texts])["documents"]
+vectors = [d.embedding for d in documents]
+st = embedder.embedding_backend.model
+"""
+CHROMADB = """
+import chromadb
+from chromadb.config import Settings
+from chromadb.utils.embedding_functions import SentenceTransformerEmbeddingFunction
+function = SentenceTransformerEmbeddingFunction(model_name=path, device="cpu")
+collection = chromadb.EphemeralClient(Settings(anonymized_telemetry=False)).create_collection(
+    "compat", embedding_function=function)
+collection.add(ids=[str(i) for i in range(len(texts))], documents=texts)
+stored = collection.get(ids=[str(i) for i in range(len(texts))], include=["embeddings"])
+vectors = [stored["embeddings"][stored["ids"].index(str(i))] for i in range(len(texts))]
+st = next(iter(function.models.values()), None) if hasattr(function, "models") else getattr(function, "_model", None)
+"""
+for st_version, tf_versions in (("3.4.1", ("4.57.6",)), ("5.7.0", ("4.57.6", "5.24.0")), ("6.2.0", ("5.24.0",))):
+    for tf_version in tf_versions:
+        MATRIX[f"sentence-transformers {st_version} + transformers {tf_version}"] = (
+            [f"sentence-transformers=={st_version}", f"transformers=={tf_version}"], SENTENCE_TRANSFORMERS)
+MATRIX.update({
+    "infinity-emb 0.0.78 (torch engine)": (["infinity-emb[torch]==0.0.78"], INFINITY),
+    "langchain-huggingface 1.2.3": (["langchain-huggingface==1.2.3", "sentence-transformers"], LANGCHAIN),
+    "llama-index-embeddings-huggingface 0.8.0": (["llama-index-embeddings-huggingface==0.8.0"], LLAMA_INDEX),
+    "haystack-ai 3.4.1 + sentence-transformers-haystack 2.0.0": (
+        ["haystack-ai==3.4.1", "sentence-transformers-haystack==2.0.0"], HAYSTACK),
+    "chromadb 1.5.9": (["chromadb==1.5.9", "sentence-transformers"], CHROMADB),
+})
+DISTRIBUTIONS = ("sentence-transformers", "transformers", "torch", "tokenizers", "infinity-emb",
+                 "langchain-huggingface", "llama-index-embeddings-huggingface", "haystack-ai",
+                 "sentence-transformers-haystack", "chromadb")
+RUNNER = """
+import json, sys
+from importlib import metadata
+path, texts = sys.argv[1], json.loads(sys.argv[2])
+exec(sys.argv[3])
+versions = {}
+for name in json.loads(sys.argv[4]):
+    try:
+        versions[name] = metadata.version(name)
+    except metadata.PackageNotFoundError:
+        pass
 print("RESULT " + json.dumps({
-    "versions": {"sentence-transformers": sentence_transformers.__version__, "transformers": transformers.__version__,
-                 "torch": torch.__version__, "tokenizers": tokenizers.__version__},
-    "modules": [type(m).__name__ for m in model],
-    "input_ids": features["input_ids"][0].tolist(), "vectors": vectors.tolist()}))
+    "versions": versions, "modules": [type(m).__name__ for m in st] if st is not None else None,
+    "input_ids": st.tokenize(texts[:1])["input_ids"][0].tolist() if st is not None else None,
+    "vectors": [[float(x) for x in v] for v in vectors]}))
 """
 
 
@@ -83,11 +157,12 @@ def ensure_venv(root: Path, name: str, pins: list[str]) -> Path:
     return python
 
 
-def run_client(python: Path, export: Path) -> dict:
+def run_client(python: Path, export: Path, snippet: str) -> dict:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     env.pop("PYTHONPATH", None)  # the client never sees hf_dumpembed
-    result = subprocess.run([str(python), "-c", CLIENT, str(export), json.dumps(TEXTS)], capture_output=True,
-                            text=True, env=env, cwd=tempfile.gettempdir(), timeout=1800)
+    env.update({"ANONYMIZED_TELEMETRY": "False", "INFINITY_ANONYMOUS_USAGE_STATS": "0", "DO_NOT_TRACK": "1"})
+    command = [str(python), "-c", RUNNER, str(export), json.dumps(TEXTS), snippet, json.dumps(DISTRIBUTIONS)]
+    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tempfile.gettempdir(), timeout=1800)
     lines = [line for line in result.stdout.splitlines() if line.startswith("RESULT ")]
     if result.returncode != 0 or not lines:
         return {"error": "\n".join(result.stderr.strip().splitlines()[-3:])}
@@ -100,7 +175,8 @@ def build_export(work: Path) -> tuple[Path, Path]:
     from hf_dumpembed.model.builder import BuildOptions, build
     from hf_dumpembed.model.export import export_stock_st
 
-    model = build(default_encoder_path(), work / "k4", BuildOptions(num_dump_tokens=4))
+    # mean over every token, [DUMP] slots included: what stock sentence-transformers Pooling computes
+    model = build(default_encoder_path(), work / "k4", BuildOptions(num_dump_tokens=4, pooling="mean"))
     cli(["fit", str(model), str(work / "k4-rp128"), "--method", "random-project", "--dim", "128", "--no-plots"])
     return work / "k4-rp128", export_stock_st(work / "k4-rp128", work / "k4-rp128-stock")
 
@@ -112,8 +188,12 @@ def record_tables(result: dict) -> list[Table]:
             rows.append([name, None, None, None, f"fails: {row['error'][-200:]}"])
             continue
         versions = row["versions"]
-        rows.append([name, f"torch {versions['torch']}, tokenizers {versions['tokenizers']}",
-                     ", ".join(row["modules"]), row["max_abs_diff"],
+        pinned = {pin.split("==")[0].split("[")[0] for pin in MATRIX.get(name, ([], ""))[0] if "==" in pin}
+        installed = ", ".join(f"{package} {versions[package]}" for package in ("sentence-transformers", "transformers",
+                                                                                "torch", "tokenizers")
+                              if package in versions and package not in pinned)
+        rows.append([name, installed, ", ".join(row["modules"]) if row["modules"] else "(not exposed)",
+                     row["max_abs_diff"],
                      "ok" if row["ok"] else ("wrong [DUMP] prefix" if not row["prefix_ok"] else "vectors differ")])
     return [Table(columns=["client", "also installed", "modules loaded", "max abs diff vs DumpEmbed", "result"],
                   rows=rows, formats={"max abs diff vs DumpEmbed": ".1e"},
@@ -122,10 +202,19 @@ def record_tables(result: dict) -> list[Table]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--venv-root", type=Path, default=Path("runs/compat-venvs"))
+    parser.add_argument("--venv-root", type=Path, default=Path("../compat-venvs"),
+                        help="where the environments live (outside the repository; default: ../compat-venvs)")
     parser.add_argument("--only", nargs="*", default=None, help="run only these matrix entries (by name)")
     parser.add_argument("--output", type=Path, default=None, help="write the results as JSON here")
+    parser.add_argument("--record-only", action="store_true",
+                        help="run nothing: rewrite the section record's table from the --output JSON")
     args = parser.parse_args()
+    if args.record_only:
+        if args.output is None or not args.output.is_file():
+            raise SystemExit("--record-only reads the results of an earlier run: give --output FILE.")
+        result = json.loads(args.output.read_text())
+        write_record(SECTION, tables=record_tables(result), date=result["date"], title=TITLE, order=ORDER)
+        return
     from transformers import AutoTokenizer
 
     from hf_dumpembed.model.verify import encode_with_automodel
@@ -135,24 +224,26 @@ def main() -> None:
     reference = encode_with_automodel(model, TEXTS)
     reference_ids = AutoTokenizer.from_pretrained(str(model), trust_remote_code=True)(TEXTS[:1])["input_ids"][0]
     clients = {}
-    for name, pins in MATRIX.items():
+    for name, (pins, snippet) in MATRIX.items():
         if args.only and name not in args.only:
             continue
-        row = run_client(ensure_venv(args.venv_root.resolve(), name, pins), export)
+        row = run_client(ensure_venv(args.venv_root.resolve(), name, pins), export, snippet)
         if "error" not in row:
             vectors = np.asarray(row.pop("vectors"))
             diff = float(np.abs(vectors - reference).max()) if vectors.shape == reference.shape else float("inf")
             row["max_abs_diff"] = diff
-            row["prefix_ok"] = row.pop("input_ids") == list(reference_ids)
-            row["ok"] = bool(np.isfinite(diff) and diff <= TOLERANCE and row["prefix_ok"])
+            input_ids = row.pop("input_ids")  # None: the client keeps its SentenceTransformer out of reach
+            row["prefix_ok"] = None if input_ids is None else input_ids == list(reference_ids)
+            row["ok"] = bool(np.isfinite(diff) and diff <= TOLERANCE and row["prefix_ok"] is not False)
         clients[name] = row
         print(name, {k: v for k, v in row.items() if k != "versions"}, flush=True)  # noqa: T201
     result = {"date": date.today().isoformat(), "clients": clients}
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(json.dumps(result, indent=2))
-    write_record(SECTION, tables=record_tables(result), commands=[command_line()], machine=machine_info(),
-                 date=result["date"], title=TITLE, order=ORDER)
+    if not args.only:  # a subset does not replace the whole table
+        write_record(SECTION, tables=record_tables(result), commands=[command_line()], machine=machine_info(),
+                     date=result["date"], title=TITLE, order=ORDER)
     if not all(row.get("ok") for row in clients.values()):
         raise SystemExit("Some clients failed (see above).")
 
