@@ -3,6 +3,7 @@
     python scripts/mutation.py run [GROUP ...]     # mutate and test, group by group (all groups when none given)
     python scripts/mutation.py score [--json OUT]  # per-group mutation score from the last runs
     python scripts/mutation.py survivors [GROUP]   # the surviving mutants, with their diffs
+    python scripts/mutation.py record --reading MD # write scripts/bench/results/mutation.json (BENCHMARKS.md)
 
 The files mutmut may mutate and the fast tests it runs are set in pyproject.toml ``[tool.mutmut]``; a group
 selects mutants by name, so a module's unrelated functions (e.g. the rest of the trainer) are never run. Each
@@ -88,6 +89,36 @@ def score() -> dict[str, dict[str, object]]:
     return {group: table[group] for group in GROUPS if group in table}
 
 
+SETUP = (
+    "mutmut 3.8 (`[tool.mutmut]` in pyproject.toml), fork isolation, one worker under `nice -n 15`, one BLAS "
+    "thread. Mutated: the remote code (configuration, modeling: pooling, [DUMP] prefix check, prompt "
+    "composition, projection recomposition, load-time checks), the projection formulas and statistics "
+    "(linear, baselines, embedfilter, spectemp, stats), the tokenizer's [DUMP] prefix and training's resume "
+    "decisions (`last_complete_checkpoint`, `check_resumable`, `check_data_unchanged`). Tests run per mutant: "
+    "the fast tests of those modules that reach the mutated function (tests/test_core_*.py, test_spectemp.py, "
+    "test_embedfilter.py, test_projection_stats.py). Lines that only word an error/warning/log message are not "
+    "mutated. Score = (killed + timeout) / checked mutants; 'no tests' counts as a survivor. Survivors and why "
+    "they are equivalent: tests/MUTATION.md."
+)
+
+
+def record(reading: str) -> None:
+    sys.path[:0] = [str(ROOT), str(ROOT / "scripts" / "bench")]
+    from benchmarks import Table, write_record
+
+    from hf_dumpembed._utils.machine import machine_info
+
+    rows = [[group, row["mutants"], row["mutants"] - row["not_checked"], row["killed"], row["survived"],
+             row["score"]] for group, row in score().items()]
+    table = Table(columns=["module", "mutants", "checked", "killed", "survived", "score"], rows=rows,
+                  formats={"score": ".1%"})
+    write_record("mutation", tables=[table], commands=["pip install 'mutmut>=3.8,<4'",
+                                                       "python scripts/mutation.py run",
+                                                       "python scripts/mutation.py score"],
+                 machine=machine_info(), title="Mutation testing of the core modules", setup=SETUP,
+                 reading=reading, order=95, directory=ROOT / "scripts" / "bench" / "results")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -95,6 +126,8 @@ def main() -> None:
     run_parser.add_argument("groups", nargs="*", help=f"any of {', '.join(GROUPS)}")
     score_parser = sub.add_parser("score")
     score_parser.add_argument("--json", type=Path)
+    record_parser = sub.add_parser("record")
+    record_parser.add_argument("--reading", required=True)
     survivors_parser = sub.add_parser("survivors")
     survivors_parser.add_argument("groups", nargs="*")
     args = parser.parse_args()
@@ -110,6 +143,8 @@ def main() -> None:
                   f"score {row['score']}  survivors {row['survived']}  not checked {row['not_checked']}")
         if args.json:
             args.json.write_text(json.dumps(table, indent=2) + "\n")
+    elif args.command == "record":
+        record(args.reading)
     else:
         for group, row in score().items():
             if args.groups and group not in args.groups:

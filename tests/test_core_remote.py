@@ -418,3 +418,44 @@ def test_config_defaults_and_edges() -> None:
     edge.validate()
     assert DumpEmbedConfig(text_config=text_config(), prompt_mode="prompteol",
                            prompt_token_ids={"prefix": [1]}).prompt_mode == "prompteol"
+
+
+def test_spectral_gamma_is_applied_in_float64() -> None:
+    # a Python-float γ rounded to fp32 would move (1e30)^(−γ/2) by ~4e-7 relative: visible in the fp32 result
+    basis, eigenvalues = torch.eye(2), torch.tensor([1e30, 1e20])
+    got = spectral_matrix(basis, eigenvalues, 0.3, 2, eps=0.0)
+    expected = torch.tensor([1e30, 1e20], dtype=torch.float64) ** -0.15
+    assert torch.equal(got.diagonal(), expected.float())
+
+
+def test_forward_keeps_given_position_ids_and_one_left_pad() -> None:
+    model = tiny(pooling="mean")
+    ids = torch.tensor([[2, 30, 31, 5, 6, 3]])
+    padded, mask = torch.tensor([[0, 2, 30, 31, 5, 6, 3]]), torch.tensor([[0, 1, 1, 1, 1, 1, 1]])
+    given = torch.tensor([[5, 6, 7, 8, 9, 10, 11]])
+    with torch.no_grad():
+        plain = model(ids).sentence_embedding
+        one_pad = model(padded, mask).sentence_embedding
+        explicit = model(padded, mask, position_ids=given).pooled_embedding
+        states = model.backbone(input_ids=padded, attention_mask=mask, position_ids=given).last_hidden_state
+    torch.testing.assert_close(one_pad, plain, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(explicit, model.pool(states, mask))
+
+
+def test_forward_returns_attentions_and_reads_tuple_backbones() -> None:
+    model = tiny()
+    model.set_attn_implementation("eager")
+    ids = torch.tensor([[2, 30, 31, 5, 3]])
+    with torch.no_grad():
+        out = model(ids, output_attentions=True)
+    assert out.attentions is not None and len(out.attentions) == 1 and out.attentions[0].shape == (1, 2, 5, 5)
+    tuples = tiny(text_config=text_config(return_dict=False))
+    with torch.no_grad():
+        assert tuples(ids).last_hidden_state.shape == (1, 5, 8)
+
+
+def test_input_embeddings_are_the_backbones() -> None:
+    model = tiny()
+    table = torch.nn.Embedding(40, 8)
+    model.set_input_embeddings(table)
+    assert model.get_input_embeddings() is table is model.backbone.embeddings.word_embeddings
