@@ -271,15 +271,22 @@ def test_without_dump_positions_under_both_paddings() -> None:
 
 def test_pool_each_mode_on_known_states() -> None:
     model = tiny(pooling="mean")
-    states = torch.arange(2 * 5 * 2, dtype=torch.float32).reshape(2, 5, 2)
+    states = (torch.arange(2 * 5 * 2, dtype=torch.float32).reshape(2, 5, 2) - 7) ** 2  # not an arithmetic series
     mask = torch.tensor([[1, 1, 1, 1, 0], [0, 1, 1, 1, 1]])
-    assert model.pool(states, mask, "cls").tolist() == [[0, 1], [12, 13]]
-    assert model.pool(states, mask, "last").tolist() == [[6, 7], [18, 19]]
-    torch.testing.assert_close(model.pool(states, mask), torch.tensor([[3.0, 4.0], [15.0, 16.0]]))
-    # mean_no_dump leaves out positions 1, 2 (row 0) and 2, 3 (row 1)
-    torch.testing.assert_close(model.pool(states, mask, "mean_no_dump"), torch.tensor([[3.0, 4.0], [15.0, 16.0]]))
+
+    def mean_over(keep: list[list[int]]) -> torch.Tensor:
+        weights = torch.tensor(keep, dtype=torch.float32)[..., None]
+        return (states * weights).sum(dim=1) / weights.sum(dim=1)
+
+    assert torch.equal(model.pool(states, mask, "cls"), states[[0, 1], [0, 1]])
+    assert torch.equal(model.pool(states, mask, "last"), states[[0, 1], [3, 4]])
+    torch.testing.assert_close(model.pool(states, mask), mean_over([[1, 1, 1, 1, 0], [0, 1, 1, 1, 1]]))
+    # mean_no_dump leaves out the [DUMP] slots: positions 1, 2 (row 0) and 2, 3 (row 1)
+    torch.testing.assert_close(model.pool(states, mask, "mean_no_dump"), mean_over([[1, 0, 0, 1, 0], [0, 1, 0, 0, 1]]))
+    torch.testing.assert_close(tiny(pooling="mean_no_dump").pool(states, mask), mean_over([[1, 0, 0, 1, 0],
+                                                                                          [0, 1, 0, 0, 1]]))
     assert torch.equal(model.pool(states, torch.zeros(2, 5, dtype=torch.long)), torch.zeros(2, 2))
-    assert tiny(pooling="last").pool(states, mask).tolist() == [[6, 7], [18, 19]]
+    assert torch.equal(tiny(pooling="last").pool(states, mask), states[[0, 1], [3, 4]])
 
 
 def test_head_normalises_as_configured() -> None:
