@@ -466,3 +466,22 @@ def test_input_embeddings_are_the_backbones() -> None:
     table = torch.nn.Embedding(40, 8)
     model.set_input_embeddings(table)
     assert model.get_input_embeddings() is table is model.backbone.embeddings.word_embeddings
+
+
+def test_compose_prompt_defaults_without_trailing_count_or_position_limit() -> None:
+    model = tiny(prompt_mode="prompteol", prompt_token_ids={"prefix": [7], "suffix": [10]}, pooling="last")
+    ids = torch.tensor([[2, 30, 31, 5, 6, 3]])
+    new_ids, _, _ = model.compose_prompt(ids, torch.ones_like(ids))
+    assert new_ids.tolist() == [[2, 30, 31, 7, 5, 6, 3, 10]]  # no trailing specials: [SEP] stays in the text
+    model.config.max_position_embeddings = None
+    long = torch.tensor([[2, 30, 31] + [5] * 120])
+    new_ids, _, _ = model.compose_prompt(long, torch.ones_like(long))
+    assert new_ids.shape == (1, 125)
+
+
+def test_forward_normalises_each_pooled_row() -> None:
+    model = tiny(normalize_pooled=True)
+    ids = torch.tensor([[2, 30, 31, 5, 6, 3], [2, 30, 31, 7, 3, 0]])
+    with torch.no_grad():
+        out = model(ids, (ids != 0).long())
+    torch.testing.assert_close(out.pooled_embedding.norm(dim=-1), torch.ones(2))
