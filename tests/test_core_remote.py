@@ -290,14 +290,14 @@ def test_pool_each_mode_on_known_states() -> None:
 
 
 def test_head_normalises_as_configured() -> None:
-    pooled = torch.tensor([[3.0, 4.0] + [0.0] * 6])
-    torch.testing.assert_close(tiny().head(pooled), pooled / 5)
+    pooled = torch.tensor([[3.0, 4.0] + [0.0] * 6, [0.0, 0.0, 0.0, 2.0] + [0.0] * 4])
+    torch.testing.assert_close(tiny().head(pooled), pooled / torch.tensor([[5.0], [2.0]]))
     raw = tiny(normalize=False)
     raw.projection.mean.fill_(1.0)
     torch.testing.assert_close(raw.head(pooled), pooled - 1)
     both = tiny(normalize=False, normalize_pooled=True)
     both.projection.mean.fill_(1.0)
-    torch.testing.assert_close(both.head(pooled), pooled / 5 - 1)
+    torch.testing.assert_close(both.head(pooled), pooled / torch.tensor([[5.0], [2.0]]) - 1)
 
 
 def test_forward_outputs_and_left_padding_positions() -> None:
