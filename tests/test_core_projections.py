@@ -65,6 +65,9 @@ def test_tempered_matrix_formula_and_gamma_range() -> None:
     np.testing.assert_allclose(tempered_matrix(vectors, values, 1.0, 3, eps=1.0), np.diag((values + 1.0) ** -0.5),
                                rtol=1e-15)
     assert np.array_equal(tempered_matrix(vectors, values, 0.0, 3), np.eye(3))
+    fp32 = np.array([3.3, 0.7], dtype=np.float32)  # the scale is computed in float64 whatever the input dtype
+    expected = np.diag((fp32.astype(np.float64) + 1e-6) ** -0.35)
+    assert np.array_equal(tempered_matrix(np.eye(2), fp32, 0.7, 2), expected)
     for bad in (-0.01, 1.01, float("nan")):
         with pytest.raises(ValueError, match="gamma must be in"):
             tempered_matrix(vectors, values, bad, 2)

@@ -485,3 +485,78 @@ def test_forward_normalises_each_pooled_row() -> None:
     with torch.no_grad():
         out = model(ids, (ids != 0).long())
     torch.testing.assert_close(out.pooled_embedding.norm(dim=-1), torch.ones(2))
+
+
+def test_projection_buffers_are_fp32_persistent_and_reset_by_init_weights() -> None:
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        projection = DumpProjection(3, 2, "auto")
+    finally:
+        torch.set_default_dtype(default)
+    assert {name: t.dtype for name, t in projection.state_dict().items()} == {
+        name: torch.float32 for name in ("mean", "matrix", "basis", "eigenvalues", "gammas", "centre", "routes")}
+    for tensor in projection.buffers():
+        tensor.fill_(3.0)
+    tiny()._init_weights(projection)
+    assert torch.equal(projection.matrix, torch.eye(3, 2)) and torch.equal(projection.basis, torch.eye(3))
+    for name in ("mean", "eigenvalues", "gammas", "centre", "routes"):
+        assert torch.equal(getattr(projection, name), torch.zeros(3)), name
+
+
+def test_matrix_for_uses_the_stored_eps() -> None:
+    projection = DumpProjection(2, 2, "spectral", eps=0.5)
+    projection.gammas.fill_(1.0)
+    assert torch.allclose(projection.matrix_for(2), torch.eye(2) * 0.5**-0.5)
+
+
+def test_absolute_position_tables_are_detected_by_name() -> None:
+    from transformers import GPT2Config, LlamaConfig
+
+    llama = LlamaConfig(vocab_size=40, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                        num_key_value_heads=1, intermediate_size=16, max_position_embeddings=24)
+    gpt2 = GPT2Config(vocab_size=40, n_embd=8, n_layer=1, n_head=2, n_positions=24)
+    assert not tiny(text_config=llama)._absolute_positions
+    assert tiny(text_config=gpt2)._absolute_positions and tiny()._absolute_positions
+
+
+def test_from_pretrained_loads_a_fixed_projection_as_saved(tmp_path) -> None:
+    fixed = tiny().config
+    fixed.projection_dim = 4
+    DumpEmbedModel(fixed).save_pretrained(tmp_path)
+    assert DumpEmbedModel.from_pretrained(tmp_path).projection.matrix.shape == (8, 4)
+
+
+def test_knee_fallback_is_an_integer_half() -> None:
+    config = tiny().config
+    config.projection_info = {"selection": "spectral", "dim": 8, "knee_fallback": True}
+    model = DumpEmbedModel(config)
+    model.apply_projection_dim(5)
+    assert model.config.projection_info["knee"] == 2 and isinstance(model.config.projection_info["knee"], int)
+
+
+def test_check_finite_needs_no_embeddings_without_dump_ids() -> None:
+    from types import SimpleNamespace
+
+    module = torch.nn.Linear(2, 2)
+    module.config = SimpleNamespace(dump_token_ids=[1])
+    check_finite(module)
+
+
+def test_compose_prompt_pads_with_the_backbones_pad_id() -> None:
+    pieces = {"prefix": [7], "suffix": [10], "num_trailing_special": 0}
+    ids = torch.tensor([[2, 30, 31, 5, 6], [2, 30, 31, 5, 0]])
+    mask = (ids != 0).long()
+    for pad, expected in ((5, 5), (None, 0)):
+        model = tiny(text_config=text_config(pad_token_id=pad), prompt_mode="prompteol", prompt_token_ids=pieces,
+                     pooling="last")
+        new_ids, _, _ = model.compose_prompt(ids, mask)
+        assert new_ids[1, 0].item() == expected and new_ids[1, 1:].tolist() == [2, 30, 31, 7, 5, 10]
+
+
+def test_validate_checks_fields_after_an_unset_optional_one() -> None:
+    config = tiny().config
+    config.max_position_embeddings = None
+    config.normalize_pooled = 1
+    with pytest.raises(ValueError, match="normalize_pooled must be bool"):
+        config.validate()
