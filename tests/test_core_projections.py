@@ -366,3 +366,49 @@ def test_embedfilter_refusals() -> None:
         gram_basis(w)
     assert np.array_equal(embedfilter._fix_signs(np.array([[0.0, -2.0], [0.0, 1.0]])), np.array([[0.0, 2.0],
                                                                                                 [0.0, -1.0]]))
+
+
+def test_all_reduce_in_a_one_process_group_keeps_the_statistics(tmp_path) -> None:
+    import torch.distributed as dist
+
+    x = data(5, 3)
+    s = StreamingStats(3).update(x)
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        assert s.all_reduce() is s
+    finally:
+        dist.destroy_process_group()
+    assert s.count == 5 and isinstance(s.count, int)
+    np.testing.assert_array_equal(s.sum, x.sum(axis=0))
+    np.testing.assert_allclose(s.sum_outer, x.T @ x, rtol=1e-12)
+
+
+def test_tensor_weights_that_require_grad_are_read() -> None:
+    w = torch.from_numpy(data(6, 3)).requires_grad_(True)
+    np.testing.assert_allclose(gram_basis(w)[0], svd_basis(w)[0], rtol=1e-10)
+
+
+def test_spectemp_tolerance_scales_with_the_top_eigenvalue_and_stays_float64() -> None:
+    big = np.r_[np.ones(9), 1 + 1e-13] * 1e6
+    spectemp_curve(big)
+    tiny_scale = np.r_[np.full(9, 1e-6), 1e-6 + 1e-13]
+    with pytest.raises(ValueError, match="descending"):
+        spectemp_curve(tiny_scale)
+    spectemp_curve(np.r_[2.0, np.ones(8), 1 + 1.5e-12])  # within 1e-12 of the largest (2), not of the second
+    lam = (1.0 / np.arange(1, 31) ** 2 + 0.01).astype(np.float32)
+    np.testing.assert_allclose(spectemp_curve(lam).snr, reference_gamma(lam.astype(np.float64))[1], rtol=1e-12)
+    ten = np.r_[np.linspace(5, 1, 10), np.zeros(5)]
+    assert spectemp_curve(ten, "robust").used_rank == 10
+
+
+def test_fit_spectemp_passes_the_count_and_keeps_the_spectrum() -> None:
+    lam = np.linspace(20, 1, 20)
+    spectrum = Spectrum(mean=np.zeros(20), eigenvalues=lam, eigenvectors=np.eye(20), count=13, rank=12)
+    fit = fit_spectemp(spectrum, 4, "robust")
+    assert fit.curve.used_rank == 12 and fit.spectrum is spectrum
+
+
+def test_edge_dimensions_and_negative_spectra() -> None:
+    one = StreamingStats(1).update(np.array([[1.0], [3.0]]))
+    assert one.covariance().tolist() == [[2.0]]
+    assert numerical_rank(np.array([-1.0, -2.0])) == 0
