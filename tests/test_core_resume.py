@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,7 @@ def test_last_complete_checkpoint_is_the_highest_readable_step(tmp_path: Path) -
     checkpoint(tmp_path, 9)
     checkpoint(tmp_path, 10)
     checkpoint(tmp_path, 2)
+    checkpoint(tmp_path, 70).rename(tmp_path / "checkpoint-70-1")  # not a step number: ignored
     (tmp_path / "checkpoint-99").write_text("a file, not a folder")
     (tmp_path / "checkpoint-last").mkdir()
     (tmp_path / "checkpoint-50").mkdir()  # no trainer_state.json: killed while saving
@@ -75,7 +77,10 @@ def test_check_resumable_decisions(tmp_path: Path, caplog) -> None:
     save_config(config, checkpoints / RUN_CONFIG)
     assert check_resumable(config, resume=True) is None
     checkpoint(checkpoints, 4)
-    assert check_resumable(config, resume=True) == str(checkpoints / "checkpoint-4")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        assert check_resumable(config, resume=True) == str(checkpoints / "checkpoint-4")
+    assert "no checkpoint in" not in caplog.text
     with pytest.raises(FileExistsError, match=r"holds checkpoints of an earlier run \(checkpoint-4\)"):
         check_resumable(config, resume=False)
 
@@ -99,8 +104,10 @@ def test_resume_refuses_another_config_and_a_finished_output(tmp_path: Path) -> 
     assert check_resumable(make_config(tmp_path, overwrite=True), resume=True) is not None
     with pytest.raises(FileExistsError, match="already exists and is not empty"):
         check_resumable(config, resume=False)
+    shutil.rmtree(config.checkpoint_path)
+    assert check_resumable(make_config(tmp_path, overwrite=True), resume=False) is None  # overwrite is passed on
     (out / "model.safetensors").unlink()
-    assert check_resumable(config, resume=True) == str(config.checkpoint_path / "checkpoint-2")
+    assert check_resumable(config, resume=True) is None
 
 
 def test_resume_refuses_an_output_inside_its_inputs(tmp_path: Path) -> None:
@@ -117,6 +124,9 @@ def report(name: str, sha: str) -> DataReport:
 
 
 def test_check_data_unchanged_records_and_compares(tmp_path: Path, caplog) -> None:
+    nested = tmp_path / "not" / "yet" / "there"
+    check_data_unchanged(nested, [report("z", "9" * 64), report("b", "8" * 64)], resuming=False)
+    assert (nested / DATA_HASHES).read_text() == json.dumps({"b": "8" * 64, "z": "9" * 64}, indent=2) + "\n"
     folder = tmp_path / "ckpt"
     check_data_unchanged(folder, [report("a", "1" * 64)], resuming=False)
     path = folder / DATA_HASHES

@@ -143,3 +143,24 @@ def test_save_keeps_the_prefix_and_drops_template_rebuilding_keys(tmp_path) -> N
     keep.model_max_length = 77
     save_dump_tokenizer(keep, tmp_path / "keep", max_length=None)
     assert json.loads((tmp_path / "keep" / "tokenizer_config.json").read_text())["model_max_length"] == 77
+
+
+def test_kind_refuses_a_tokenizer_without_a_backend() -> None:
+    with pytest.raises(ValueError, match="has no tokenizers backend"):
+        tokenizer_kind(object())
+
+
+def test_existing_extra_special_tokens_are_kept() -> None:
+    tok = wordpiece_tokenizer()
+    tok.add_special_tokens({"extra_special_tokens": ["<keep>"]})
+    add_dump_tokens(tok, 2)
+    assert {"<keep>", "[DUMP1]", "[DUMP2]"} <= set(tok.all_special_tokens)
+
+
+def test_save_removes_a_stray_chat_template_json(tmp_path) -> None:
+    tmp_path.mkdir(exist_ok=True)
+    (tmp_path / "chat_template.json").write_text("{}")
+    tok = wordpiece_tokenizer()
+    add_dump_tokens(tok, 1)
+    save_dump_tokenizer(tok, tmp_path, max_length=None)
+    assert not (tmp_path / "chat_template.json").exists()
