@@ -1,6 +1,7 @@
 """Mutation testing of the core modules with mutmut 3 (not part of the default test run).
 
     python scripts/mutation.py run [GROUP ...]     # mutate and test, group by group (all groups when none given)
+    python scripts/mutation.py run --survivors     # test again only the last run's survivors (after new tests)
     python scripts/mutation.py score [--json OUT]  # per-group mutation score from the last runs
     python scripts/mutation.py survivors [GROUP]   # the surviving mutants, with their diffs
     python scripts/mutation.py record --reading MD # write scripts/bench/results/mutation.json (BENCHMARKS.md)
@@ -49,11 +50,17 @@ def _env() -> dict[str, str]:
     return env
 
 
-def run(groups: list[str]) -> None:
+def _mutmut_run(names: list[str]) -> None:
+    command = ["nice", "-n", "15", sys.executable, "-m", "mutmut", "run", "--max-children", "1", *names]
+    subprocess.run(command, cwd=ROOT, env=_env(), check=False)
+
+
+def run(groups: list[str], survivors: bool = False) -> None:
     for group in groups:
         print(f"== {group}", flush=True)
-        command = ["nice", "-n", "15", sys.executable, "-m", "mutmut", "run", "--max-children", "1", *GROUPS[group]]
-        subprocess.run(command, cwd=ROOT, env=_env(), check=False)
+        names = score().get(group, {}).get("survivors", []) if survivors else GROUPS[group]
+        if names:
+            _mutmut_run(names)
 
 
 def exit_codes() -> dict[str, int | None]:
@@ -124,6 +131,7 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     run_parser = sub.add_parser("run")
     run_parser.add_argument("groups", nargs="*", help=f"any of {', '.join(GROUPS)}")
+    run_parser.add_argument("--survivors", action="store_true", help="rerun only the surviving mutants")
     score_parser = sub.add_parser("score")
     score_parser.add_argument("--json", type=Path)
     record_parser = sub.add_parser("record")
@@ -135,7 +143,7 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown group(s) {unknown}; choose from {list(GROUPS)}")
     if args.command == "run":
-        run(args.groups or list(GROUPS))
+        run(args.groups or list(GROUPS), args.survivors)
     elif args.command == "score":
         table = score()
         for group, row in table.items():

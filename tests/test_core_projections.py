@@ -412,3 +412,19 @@ def test_edge_dimensions_and_negative_spectra() -> None:
     one = StreamingStats(1).update(np.array([[1.0], [3.0]]))
     assert one.covariance().tolist() == [[2.0]]
     assert numerical_rank(np.array([-1.0, -2.0])) == 0
+
+
+def test_kneedle_sensitivity_is_the_reference_half() -> None:
+    # a two-elbow spectrum where Kneedle's S matters: S = 0.5 finds the knee at rank 3, kneed's default S = 1 at 12
+    lam = np.array([13.843486, 13.283077, 9.081359, 9.056804, 6.926726, 6.632569, 6.194163, 6.179362, 3.327242,
+                    2.807339, 2.362838, 1.904899, 1.717041, 1.571532, 1.310284, 1.18463, 1.180844, 1.142105, 0.663271,
+                    0.569199, 0.233783, 0.198884, 0.185047, 0.183137, 0.126102, 0.106075, 0.101159, 0.096235,
+                    0.096142, 0.089172, 0.082588, 0.077185, 0.076353, 0.074079, 0.069339, 0.051292, 0.051193,
+                    0.050582, 0.050003, 0.050002])
+    assert spectemp_curve(lam).knee == reference_gamma(lam)[2] == 3
+
+
+def test_eigenvector_signs_on_a_wider_spectrum() -> None:
+    spectrum = eigendecompose(StreamingStats(8).update(data(40, 8, seed=11)))
+    columns = spectrum.eigenvectors.T
+    assert all(column[np.abs(column).argmax()] > 0 for column in columns)
