@@ -4,7 +4,7 @@
     python scripts/mutation.py run --survivors     # test again only the last run's survivors (after new tests)
     python scripts/mutation.py score [--json OUT]  # per-group mutation score from the last runs
     python scripts/mutation.py survivors [GROUP]   # the surviving mutants, with their diffs
-    python scripts/mutation.py record --reading MD # write scripts/bench/results/mutation.json (BENCHMARKS.md)
+    python scripts/mutation.py record [--reading MD]  # write scripts/bench/results/mutation.json (BENCHMARKS.md)
 
 The files mutmut may mutate and the fast tests it runs are set in pyproject.toml ``[tool.mutmut]``; a group
 selects mutants by name, so a module's unrelated functions (e.g. the rest of the trainer) are never run. Each
@@ -109,7 +109,7 @@ SETUP = (
 )
 
 
-def record(reading: str) -> None:
+def record(reading: str | None) -> None:
     sys.path[:0] = [str(ROOT), str(ROOT / "scripts" / "bench")]
     from benchmarks import Table, write_record
 
@@ -121,6 +121,7 @@ def record(reading: str) -> None:
                   formats={"score": ".1%"})
     write_record("mutation", tables=[table], commands=["pip install 'mutmut>=3.8,<4'",
                                                        "python scripts/mutation.py run",
+                                                       "python scripts/mutation.py run --survivors",
                                                        "python scripts/mutation.py score"],
                  machine=machine_info(), title="Mutation testing of the core modules", setup=SETUP,
                  reading=reading, order=95, directory=ROOT / "scripts" / "bench" / "results")
@@ -135,7 +136,7 @@ def main() -> None:
     score_parser = sub.add_parser("score")
     score_parser.add_argument("--json", type=Path)
     record_parser = sub.add_parser("record")
-    record_parser.add_argument("--reading", required=True)
+    record_parser.add_argument("--reading", help="the reading (markdown); kept from the existing record when omitted")
     survivors_parser = sub.add_parser("survivors")
     survivors_parser.add_argument("groups", nargs="*")
     args = parser.parse_args()
