@@ -1,6 +1,6 @@
 """Fast unit tests of the remote code (pooling, [DUMP] prefix check, prompt composition, projection recomposition,
 load-time checks) on a one-layer BERT built in memory. They pin exact values so that mutation testing
-(`scripts/mutation.sh`, tests/MUTATION.md) finds a changed operator, bound or default."""
+(`scripts/mutation.py`, tests/MUTATION.md) finds a changed operator, bound or default."""
 
 from __future__ import annotations
 
@@ -229,7 +229,6 @@ def test_apply_projection_dim_keeps_the_provenance_in_step() -> None:
     assert model.config.projection_info["route"] == "prefix" and model.config.projection_info["gamma"] is None
     model.apply_projection_dim(1)
     assert model.config.projection_info["knee"] == 1
-    assert config.projection_info is not model.config.projection_info or "route" in config.projection_info
     spectral = tiny().config
     spectral.projection_info = {"selection": "spectral", "dim": 8, "knee": 5}
     model = DumpEmbedModel(spectral)
@@ -370,7 +369,7 @@ def test_from_pretrained_recomposes_and_refuses(tmp_path) -> None:
     DumpEmbedModel(config).save_pretrained(tmp_path / "prefix")
     model, info = DumpEmbedModel.from_pretrained(tmp_path / "prefix", projection_dim=3, output_loading_info=True)
     assert model.projection.matrix.shape == (8, 3) and model.config.projection_info["dim"] == 3
-    assert info["missing_keys"] == [] or not info["missing_keys"]
+    assert not info["missing_keys"] and not info["mismatched_keys"]
     assert isinstance(DumpEmbedModel.from_pretrained(tmp_path / "prefix"), DumpEmbedModel)
     with pytest.raises(ValueError, match="ignore_mismatched_sizes=True"):
         DumpEmbedModel.from_pretrained(tmp_path / "prefix", ignore_mismatched_sizes=True)

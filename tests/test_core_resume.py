@@ -1,6 +1,6 @@
 """Fast tests of training's resume decisions without training: which checkpoint a resumed run continues from,
 what it refuses (mixing runs, a finished output, a changed config or changed data) and what it records. Written to
-kill the mutants `scripts/mutation.sh` finds (tests/MUTATION.md)."""
+kill the mutants `scripts/mutation.py` finds (tests/MUTATION.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Fast exact-token tests of the [DUMP] prefix on tokenizers built in memory (WordPiece with [CLS]/[SEP], byte-level
 BPE with and without BOS): where the prefix goes, that pairs keep one prefix, that truncation keeps it, what the
-saved tokenizer_config.json holds. Written to kill the mutants `scripts/mutation.sh` finds (tests/MUTATION.md)."""
+saved tokenizer_config.json holds. Written to kill the mutants `scripts/mutation.py` finds (tests/MUTATION.md)."""
 
 from __future__ import annotations
 
