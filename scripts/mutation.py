@@ -57,7 +57,8 @@ def _mutmut_run(names: list[str]) -> None:
 
 def run(groups: list[str], survivors: bool = False) -> None:
     for group in groups:
-        print(f"== {group}", flush=True)
+        sys.stdout.write(f"== {group}\n")
+        sys.stdout.flush()
         names = score().get(group, {}).get("survivors", []) if survivors else GROUPS[group]
         if names:
             _mutmut_run(names)
@@ -148,8 +149,8 @@ def main() -> None:
     elif args.command == "score":
         table = score()
         for group, row in table.items():
-            print(f"{group:26s} {row['killed']:4d}/{row['mutants'] - row['not_checked']:<4d} killed  "
-                  f"score {row['score']}  survivors {row['survived']}  not checked {row['not_checked']}")
+            sys.stdout.write(f"{group:26s} {row['killed']:4d}/{row['mutants'] - row['not_checked']:<4d} killed  "
+                             f"score {row['score']}  survivors {row['survived']}  not checked {row['not_checked']}\n")
         if args.json:
             args.json.write_text(json.dumps(table, indent=2) + "\n")
     elif args.command == "record":

@@ -149,7 +149,8 @@ def test_check_loading_info_names_missing_and_misshapen_tensors() -> None:
     with pytest.raises(ValueError, match=r"lacks 8 .*k7\. The"):
         check_loading_info({"missing_keys": many[:8]})
     shaped = [("w", (2, 3), (3, 3)), "odd"]
-    with pytest.raises(ValueError, match=r"another shape .*: w \(checkpoint \(2, 3\), config expects \(3, 3\)\); odd\. "):
+    expected = r"another shape .*: w \(checkpoint \(2, 3\), config expects \(3, 3\)\); odd\. "
+    with pytest.raises(ValueError, match=expected):
         check_loading_info({"mismatched_keys": shaped})
     with pytest.raises(ValueError, match=r": \('w', 1\)\. "):
         check_loading_info({"mismatched_keys": [("w", 1)]})
