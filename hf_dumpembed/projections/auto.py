@@ -27,6 +27,7 @@ import torch
 
 from .baselines import ORACLE_GRID
 from .linear import SPECTRAL_EPS, tempered_scale
+from .pseudo import paired_ndcg_from_scores
 from .stats import Spectrum
 
 REFERENCE = "reference"
@@ -151,12 +152,17 @@ def neighbour_labels(documents: np.ndarray, count: int = NEIGHBOURS) -> np.ndarr
 
 def fidelity_ndcg_at_10(documents: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """Per-row nDCG@10 (binary relevance) of ranking the other rows of ``documents`` against ``labels``."""
-    cut = min(10, len(documents) - 1)
-    top = torch.topk(_self_excluded_scores(documents), cut, dim=1).indices
-    relevant = (top[:, :, None] == torch.from_numpy(labels)[:, None, :]).any(dim=2).numpy()
-    discounts = 1.0 / np.log2(np.arange(2, cut + 2))
-    ideal = discounts[: labels.shape[1]].sum()
-    return (relevant * discounts).sum(axis=1) / ideal
+    return neighbour_ndcg_from_scores(_self_excluded_scores(documents), torch.from_numpy(labels)).numpy()
+
+
+def neighbour_ndcg_from_scores(scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Per-row nDCG@10 (float64, binary relevance) of an (m × m) score matrix with −inf on its diagonal (a row
+    never ranks itself) against the (m, c) relevant row indices ``labels``."""
+    cut = min(10, scores.shape[0] - 1)
+    top = torch.topk(scores, cut, dim=1).indices
+    relevant = (top[:, :, None] == labels[:, None, :]).any(dim=2)
+    discounts = 1.0 / torch.log2(torch.arange(2, cut + 2, dtype=torch.float64))
+    return (relevant.double() * discounts).sum(dim=1) / discounts[: labels.shape[1]].sum()
 
 
 def candidate_labels(grid: Sequence[float], prefix: bool = True, uncentred: bool = True) -> list[str]:
@@ -179,9 +185,6 @@ def score_candidates(spectrum: Spectrum, queries: np.ndarray, documents: np.ndar
     fidelity = np.zeros((len(ks), len(labels)))
     m = len(queries)
     neighbours = torch.from_numpy(neighbour_labels(documents))
-    cut = min(10, m - 1)
-    discounts = 1.0 / torch.log2(torch.arange(2, cut + 2, dtype=torch.float64))
-    ideal = float(discounts[: neighbours.shape[1]].sum())
     both = {False: torch.from_numpy(np.concatenate([queries - spectrum.mean, documents - spectrum.mean])),
             True: torch.from_numpy(np.concatenate([queries, documents]))}
     eigenvalues = np.asarray(spectrum.eigenvalues, dtype=np.float64)
@@ -198,25 +201,19 @@ def score_candidates(spectrum: Spectrum, queries: np.ndarray, documents: np.ndar
                     gamma = float(reference_gamma[k - 1]) if label == REFERENCE else float(label.lstrip(UNCENTRED))
                     scale = torch.from_numpy(tempered_scale(eigenvalues[:k], gamma, eps))
                     vectors = (rotated[keep_mean] * scale).float()
-                cloze[row, col], fidelity[row, col] = _pair_and_neighbour_ndcg(vectors, m, neighbours, discounts,
-                                                                               ideal)
+                cloze[row, col], fidelity[row, col] = _pair_and_neighbour_ndcg(vectors, m, neighbours)
     return cloze, fidelity
 
 
-def _pair_and_neighbour_ndcg(vectors: torch.Tensor, m: int, neighbours: torch.Tensor, discounts: torch.Tensor,
-                             ideal: float) -> tuple[float, float]:
-    """Mean inverse-cloze nDCG@10 (rows :m are the queries of rows m: ) and mean fidelity nDCG@10 of the texts."""
+def _pair_and_neighbour_ndcg(vectors: torch.Tensor, m: int, neighbours: torch.Tensor) -> tuple[float, float]:
+    """Mean inverse-cloze nDCG@10 (rows :m are the queries of rows m: ) and mean fidelity nDCG@10 of the texts,
+    from one product of the unit rows against the texts."""
     unit = vectors / vectors.norm(dim=1, keepdim=True).clamp_min(1e-12)
     scores = unit @ unit[m:].T  # (2m, m): queries then texts, against the texts
-    query_scores, text_scores = scores[:m], scores[m:]
-    positive = query_scores.diagonal()
-    rank = (query_scores >= positive[:, None]).sum(dim=1) - 1  # others scoring at least the positive
-    cloze = torch.where(rank < 10, 1.0 / torch.log2(rank.double() + 2.0), torch.zeros((), dtype=torch.float64))
+    text_scores = scores[m:]
     text_scores.fill_diagonal_(-torch.inf)
-    top = torch.topk(text_scores, discounts.numel(), dim=1).indices
-    relevant = (top[:, :, None] == neighbours[:, None, :]).any(dim=2)
-    fidelity = (relevant.double() * discounts).sum(dim=1) / ideal
-    return float(cloze.mean()), float(fidelity.mean())
+    return (float(paired_ndcg_from_scores(scores[:m]).mean()),
+            float(neighbour_ndcg_from_scores(text_scores, neighbours).mean()))
 
 
 def _route(label: str) -> int:

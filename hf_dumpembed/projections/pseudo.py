@@ -84,8 +84,13 @@ def paired_ndcg_at_10(queries: np.ndarray, documents: np.ndarray) -> np.ndarray:
     q = torch.from_numpy(np.ascontiguousarray(queries, dtype=np.float32))
     d = torch.from_numpy(np.ascontiguousarray(documents, dtype=np.float32))
     scores = (q / q.norm(dim=1, keepdim=True).clamp_min(1e-12)) @ (d / d.norm(dim=1, keepdim=True).clamp_min(1e-12)).T
+    return paired_ndcg_from_scores(scores).numpy()
+
+
+def paired_ndcg_from_scores(scores: torch.Tensor) -> torch.Tensor:
+    """Per-query nDCG@10 (float64) from an (m × m) score matrix whose diagonal holds each query's positive."""
     positive = scores.diagonal().clone()
     others = scores >= positive[:, None]
     others.fill_diagonal_(False)
-    rank = others.sum(dim=1).numpy()  # 0-based rank of the positive
-    return np.where(rank < 10, 1.0 / np.log2(rank + 2.0), 0.0)
+    rank = others.sum(dim=1).double()  # 0-based rank of the positive
+    return torch.where(rank < 10, 1.0 / torch.log2(rank + 2.0), torch.zeros((), dtype=torch.float64))
