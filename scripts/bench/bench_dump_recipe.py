@@ -222,17 +222,19 @@ def main() -> None:
         for variant in args.variants:
             name = f"{variant}-seed{seed}"
             ranking_file = out / "rankings" / f"{name}.json"
-            if not args.table_only and name not in metrics and not ranking_file.exists():
+            rankings = json.loads(ranking_file.read_text()) if ranking_file.exists() else None
+            if not args.table_only and name not in metrics and rankings is None:
                 folder = train_one(args, variant, seed, out)
                 info = json.loads((folder / "config.json").read_text())["training_info"]
                 wall = float((folder / "training" / "bench_wall_s.txt").read_text())
                 runs[name] = {"steps": info["steps"], "train_wall_s": wall, "device": args.device}
                 runs_file.write_text(json.dumps(runs, indent=1) + "\n")
-                ranking_file.write_text(json.dumps(rank(folder, Path(args.data_dir), args.eval_batch, args.device)))
+                rankings = rank(folder, Path(args.data_dir), args.eval_batch, args.device)
+                ranking_file.write_text(json.dumps(rankings))
                 if args.bundle:
                     bundle(out, Path(args.bundle))
-            if name not in metrics and ranking_file.exists() and not args.rank_only:
-                metrics[name] = score(json.loads(ranking_file.read_text()), Path(args.data_dir))
+            if name not in metrics and rankings is not None and not args.rank_only:
+                metrics[name] = score(rankings, Path(args.data_dir))
                 metrics_file.write_text(json.dumps(metrics, indent=1) + "\n")
                 logger.info("%s: %s", name, metrics[name])
             result = table(metrics, args.variants, args.seeds, runs)
