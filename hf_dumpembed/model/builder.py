@@ -236,7 +236,8 @@ def build_dump_model(
                    copy_token_id=copy_token_id)
     tokenizer.model_max_length = max_seq_length
 
-    model.config._name_or_path = embedded_hub_id(backbone) or public_path(backbone)  # no local path in config.json
+    base_model = embedded_hub_id(backbone) or public_path(backbone)
+    model.config._name_or_path = base_model  # no local path in config.json
     config = DumpEmbedConfig(
         text_config=model.config,
         num_dump_tokens=options.num_dump_tokens,
@@ -244,7 +245,7 @@ def build_dump_model(
         dump_token_offset=dump.offset,
         pooling=pooling.value,
         normalize=options.normalize,
-        base_model=embedded_hub_id(backbone) or public_path(backbone),
+        base_model=base_model,
         dump_init=init.value if init is not DumpInit.TOKEN else f"token:{options.init_token}",
         pooling_reason=pooling_reason,
     )
