@@ -62,6 +62,10 @@ class BuildOptions:
         seed: seed of the [DUMP] row initialisation noise.
         prompt: compose a zero-shot prompt (``prompteol`` or ``echo``) around every text inside the model
             (causal LMs; PromptEOL pools the last token).
+        match_steps: after the init, fit the K rows for this many steps so the model's text-token states match
+            the K = 0 source's (`dump_match`; backbone frozen); 0 = off.
+        match_texts: unlabeled texts for ``match_steps``; None = the train split of the running Python's standard
+            library (docstrings and function sources, never a StdlibCode test module).
     """
 
     num_dump_tokens: int = 4
@@ -72,13 +76,15 @@ class BuildOptions:
     normalize: bool = True
     seed: int = 0
     prompt: str | None = None
+    match_steps: int = 0
+    match_texts: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if (isinstance(self.num_dump_tokens, bool) or not isinstance(self.num_dump_tokens, int)
                 or not 0 <= self.num_dump_tokens <= MAX_DUMP_TOKENS):
             raise ValueError(f"num_dump_tokens must be an integer between 0 and {MAX_DUMP_TOKENS} (the [DUMP] paper "
                              f"uses 1-16); got {self.num_dump_tokens!r}.")
-        for name in ("max_seq_length", "seed"):
+        for name in ("max_seq_length", "seed", "match_steps"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
                 raise ValueError(f"{name} must be a non-negative integer; got {value!r}.")
@@ -235,6 +241,10 @@ def build_dump_model(
     init_dump_rows(model, list(dump.ids), init, first_token_id=first_token_id, seed=options.seed,
                    copy_token_id=copy_token_id)
     tokenizer.model_max_length = max_seq_length
+    dump_init = init.value if init is not DumpInit.TOKEN else f"token:{options.init_token}"
+    if options.match_steps and dump.ids:
+        _match_rows(model, tokenizer, backbone, revision, list(dump.ids), options)
+        dump_init += f"+match{options.match_steps}"
 
     base_model = embedded_hub_id(backbone) or public_path(backbone)
     model.config._name_or_path = base_model  # no local path in config.json
@@ -246,7 +256,7 @@ def build_dump_model(
         pooling=pooling.value,
         normalize=options.normalize,
         base_model=base_model,
-        dump_init=init.value if init is not DumpInit.TOKEN else f"token:{options.init_token}",
+        dump_init=dump_init,
         pooling_reason=pooling_reason,
     )
     dump_model = wrap_backbone(config, model)
@@ -260,6 +270,26 @@ def build_dump_model(
         max_seq_length,
     )
     return dump_model, tokenizer
+
+
+def _match_rows(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, backbone: str | Path,
+                revision: str | None, dump_ids: list[int], options: BuildOptions) -> None:
+    """Fit the [DUMP] rows to reproduce the K = 0 source (`dump_match.match_dump_rows`)."""
+    from .dump_match import match_dump_rows
+
+    source, source_tokenizer = load_backbone(backbone, revision)
+    ensure_pad_token(source_tokenizer)
+    source_tokenizer.padding_side = tokenizer.padding_side
+    if options.match_texts is not None:
+        texts = list(options.match_texts)
+    else:
+        from ..data.corpora.stdlib_code import train_split_texts
+
+        texts = train_split_texts()
+    result = match_dump_rows(model, tokenizer, source, source_tokenizer, dump_ids, texts,
+                             steps=options.match_steps, seed=options.seed)
+    logger.warning("[DUMP] rows matched to K=0 on %d texts: state error %.5f -> %.5f over %d steps",
+                   len(texts), result.first_loss, result.last_loss, result.steps)
 
 
 def save_dump_model(

@@ -35,8 +35,13 @@ SEEDED_INITS = ("mean", "cls", "normal")
 POOLINGS = ENCODER_POOLINGS  # the decoder study (--backbone decoder) pools the last token only
 
 
-def variants(sink_token: str | None, seeds: list[int], decoder: bool) -> list[tuple[str, int, str, str | None, int]]:
-    """(name, K, init, init_token, seed) of every model of the study (decoders: no [CLS] to copy)."""
+def variants(sink_token: str | None, seeds: list[int], decoder: bool,
+             match_steps: int = 0) -> list[tuple[str, int, str, str | None, int]]:
+    """(name, K, init, init_token, seed) of every model of the study (decoders: no [CLS] to copy). With
+    ``match_steps``: K0 and the [SEP] copy matched to K=0 for that many steps, one model per seed."""
+    if match_steps:
+        return [("K0", 0, "sep", None, 0)] + [(f"K4-sep+match{match_steps}-seed{seed}", 4, f"sep+match{match_steps}",
+                                               None, seed) for seed in seeds]
     inits = [i for i in SEEDED_INITS if not (decoder and i == "cls")]
     rows = [("K0", 0, "sep", None, 0), ("K4-sep", 4, "sep", None, 0)]
     # seed-major, so that one seed of every init is in before the repeats
@@ -74,8 +79,9 @@ def score_model(name: str, k: int, init: str, token: str | None, seed: int, args
     from hf_dumpembed.model.builder import BuildOptions, build_dump_model
 
     decoder = args.backbone == "decoder"
+    init, _, match = init.partition("+match")
     options = BuildOptions(num_dump_tokens=k, pooling="last" if decoder else "mean", init=init, init_token=token,
-                           seed=seed, prompt=args.prompt)
+                           seed=seed, prompt=args.prompt, match_steps=int(match or 0))
     model, tokenizer = build_dump_model(default_decoder_path() if decoder else default_encoder_path(), options)
     model.eval()
     if decoder:
@@ -157,6 +163,9 @@ def main() -> None:
     parser.add_argument("--prompt", choices=["prompteol", "echo"], default=None, help="decoders: zero-shot prompt")
     parser.add_argument("--max-queries", type=int, default=100)
     parser.add_argument("--max-documents", type=int, default=300)
+    parser.add_argument("--match-steps", type=int, default=0,
+                        help="score only K0 and the sep init matched to K=0 for this many steps (`build "
+                        "--match-steps`, default text: the stdlib train split), one model per --seeds")
     parser.add_argument("--out", default="runs/bench_dump_init")
     parser.add_argument("--no-record", action="store_true", help="do not write the BENCHMARKS.md section record")
     parser.add_argument("--table-only", action="store_true",
@@ -175,8 +184,11 @@ def main() -> None:
 
         collections = {task: subsample(data, args.max_queries, args.max_documents, seed=0)
                        for task, data in collections.items()}
-    sink = None if decoder else (sink_token(args, out) if not args.table_only else _cached_sink(out))
-    names = variants(sink, args.seeds, decoder)
+    if decoder or args.match_steps:
+        sink = None
+    else:
+        sink = sink_token(args, out) if not args.table_only else _cached_sink(out)
+    names = variants(sink, args.seeds, decoder, args.match_steps)
     results_file = out / "results.json"
     results = json.loads(results_file.read_text()) if results_file.exists() else {}
     for name, k, init, token, seed in tqdm(names, desc="models", unit="model", disable=args.table_only):
@@ -192,10 +204,13 @@ def main() -> None:
         from hf_dumpembed._utils.machine import machine_info
 
         section = "dump-init" if not decoder else "dump-init-decoder"
-        write_record(section, tables=[result], command=command_line(), order=45, machine=machine_info(),
+        section += "-match" if args.match_steps else ""
+        order = 47 if args.match_steps else (46 if decoder else 45)
+        write_record(section, tables=[result], command=command_line(), order=order, machine=machine_info(),
                      date=date.today().isoformat(),
                      title="Untrained [DUMP] models: initialisation x pooling (K = 4 vs K = 0)"
-                     + (" — SmolLM2-135M-Instruct" if decoder else ""))
+                     + (" — SmolLM2-135M-Instruct" if decoder else "")
+                     + (" — [DUMP] rows matched to K = 0" if args.match_steps else ""))
 
 
 if __name__ == "__main__":

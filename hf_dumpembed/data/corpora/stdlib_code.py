@@ -195,3 +195,10 @@ def split_stdlib(
         test_modules=sorted(test_modules),
         train_modules=sorted(train_modules),
     )
+
+
+def train_split_texts(seed: int = 0) -> list[str]:
+    """The train split's queries and function sources from the running interpreter's standard library (no
+    download; never a test-split module): the default unlabeled text of `build --match-steps`."""
+    corpus, queries, _ = split_stdlib(collect_functions(stdlib_root()), seed=seed).train
+    return [queries[q] for q in sorted(queries)] + [corpus[d]["text"] for d in sorted(corpus)]

@@ -1,0 +1,70 @@
+"""The "match" step: only the K [DUMP] rows are fitted, and they bring the K > 0 model's text-token states closer to
+the K = 0 source's."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from hf_dumpembed.model.builder import BuildOptions, build_dump_model, load_backbone
+from hf_dumpembed.model.dump_match import match_dump_rows, text_states_without_dump
+
+TEXTS = [f"text number {i} about {word} and files" for i, word in enumerate(
+    "reading writing parsing sorting hashing joining splitting opening closing copying moving listing "
+    "zipping caching logging timing".split())]
+
+
+def _state_error(model, tokenizer, source, source_tokenizer, dump_ids) -> float:
+    with torch.no_grad():
+        plain = source_tokenizer(TEXTS, padding=True, return_tensors="pt")
+        prefixed = tokenizer(TEXTS, padding=True, return_tensors="pt")
+        target = source(**plain).last_hidden_state
+        states = text_states_without_dump(model(**prefixed).last_hidden_state, prefixed["input_ids"], dump_ids)
+        mask = plain["attention_mask"][..., None]
+        return float((((states - target) ** 2) * mask).sum() / mask.sum())
+
+
+@pytest.mark.parametrize("fixture", ["tiny_bert", "tiny_llama"])
+def test_match_moves_only_the_dump_rows_and_lowers_the_state_error(fixture, request):
+    backbone = request.getfixturevalue(fixture)
+    model, tokenizer = build_dump_model(backbone, BuildOptions(num_dump_tokens=3, init="mean"))
+    inner = model.backbone
+    source, source_tokenizer = load_backbone(backbone)
+    source_tokenizer.pad_token = source_tokenizer.pad_token or source_tokenizer.eos_token
+    source_tokenizer.padding_side = tokenizer.padding_side
+    dump_ids = list(model.config.dump_token_ids)
+    before = {name: p.detach().clone() for name, p in inner.named_parameters()}
+    error_before = _state_error(inner, tokenizer, source, source_tokenizer, dump_ids)
+    result = match_dump_rows(inner, tokenizer, source, source_tokenizer, dump_ids, TEXTS, steps=30,
+                             learning_rate=5e-2, batch_size=8)
+    error_after = _state_error(inner, tokenizer, source, source_tokenizer, dump_ids)
+    assert error_after < error_before - 1e-3  # tiny random BERT: most of the error is the position shift
+    assert result.steps == 30 and result.last_loss < result.first_loss
+    weight_name = next(n for n, p in inner.named_parameters() if p is inner.get_input_embeddings().weight)
+    for name, param in inner.named_parameters():
+        if name == weight_name:
+            changed = (param != before[name]).any(dim=1)
+            assert changed[dump_ids].all() and changed.sum() == len(dump_ids)
+        else:
+            assert torch.equal(param, before[name]), name
+        assert param.requires_grad  # left trainable as found
+
+
+def test_text_states_without_dump_removes_exactly_the_dump_slots():
+    ids = torch.tensor([[101, 7, 8, 5, 6, 102], [101, 7, 8, 9, 102, 0]])
+    states = torch.arange(12, dtype=torch.float32).view(2, 6, 1)
+    kept = text_states_without_dump(states, ids, [7, 8])
+    assert kept.squeeze(-1).tolist() == [[0, 3, 4, 5], [6, 9, 10, 11]]
+
+
+def test_build_with_match_steps_records_it_and_rejects_bad_input(tiny_bert):
+    model, _ = build_dump_model(tiny_bert, BuildOptions(num_dump_tokens=2, init="sep", match_steps=2,
+                                                        match_texts=tuple(TEXTS)))
+    assert model.config.dump_init == "sep+match2"
+    with pytest.raises(ValueError, match="at least 16 non-empty texts"):
+        build_dump_model(tiny_bert, BuildOptions(num_dump_tokens=2, match_steps=2, match_texts=("a", "b")))
+    with pytest.raises(ValueError, match="match_steps must be a non-negative integer"):
+        BuildOptions(match_steps=-1)
+    unchanged, _ = build_dump_model(tiny_bert, BuildOptions(num_dump_tokens=0, match_steps=2,
+                                                            match_texts=tuple(TEXTS)))
+    assert unchanged.config.dump_init == "sep"  # K = 0: nothing to match
