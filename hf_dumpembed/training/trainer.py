@@ -56,6 +56,7 @@ def prepare_initial_model(config: TrainConfig) -> Path:
     options = BuildOptions(
         num_dump_tokens=config.model.num_dump_tokens, pooling=config.model.pooling, init=config.model.init,
         init_token=config.model.init_token, max_seq_length=config.model.max_seq_length, seed=config.model.init_seed,
+        match_steps=config.model.match_steps,
     )
     logger.info("Building the initial model (K=%d) from %s", options.num_dump_tokens, config.model.backbone)
     return build(resolve_backbone(config.model.backbone), folder, options, overwrite=True)

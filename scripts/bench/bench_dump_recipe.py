@@ -41,6 +41,7 @@ VARIANTS = {
     "K4-mean-sep": (4, "mean", "sep", None),
     "K4-nodump-sep": (4, "mean_no_dump", "sep", None),
     "K4-nodump-sep-dlr1e-3": (4, "mean_no_dump", "sep", 1e-3),
+    "K4-nodump-sep-match60": (4, "mean_no_dump", "sep+match60", None),  # rows matched to K = 0 first
     "K4-nodump-mean": (4, "mean_no_dump", "mean", None),
     "K4-mean-mean": (4, "mean", "mean", None),
     "K0-cls": (0, "cls", "sep", None),
@@ -64,6 +65,7 @@ def baseline_of(variant: str) -> str:
 
 def run_config(args: argparse.Namespace, variant: str, seed: int, out: Path) -> dict:
     k, pooling, init, dump_lr = VARIANTS[variant]
+    init, _, match_steps = init.partition("+match")
     training = {"batch_size": args.batch, "mini_batch_size": args.mini_batch, "learning_rate": args.lr,
                 "warmup_ratio": 0.05, "epochs": args.epochs, "save_steps": args.save_steps, "logging_steps": 1,
                 "precision": args.precision}
@@ -78,7 +80,7 @@ def run_config(args: argparse.Namespace, variant: str, seed: int, out: Path) -> 
         mining["model"] = str(default_encoder_path())
     return {
         "model": {"backbone": "embedded:decoder" if variant.startswith("D") else "embedded:encoder",
-                  "num_dump_tokens": k, "pooling": pooling, "init": init,
+                  "num_dump_tokens": k, "pooling": pooling, "init": init, "match_steps": int(match_steps or 0),
                   "init_seed": 0, "max_seq_length": args.max_length},
         "data": {"path": str(Path(args.data_dir) / "StdlibCodeTrain"), "format": "beir", "split": "train",
                  "name": "StdlibCodeTrain", "num_negatives": 1, "max_rows": args.rows or None, "sample_seed": 0,
