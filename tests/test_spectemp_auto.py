@@ -98,6 +98,29 @@ def test_auto_follows_its_scores() -> None:
         select_auto(spectrum, queries[:5], docs[:5], np.zeros(spectrum.dim))
 
 
+def test_auto_shrinks_the_score_gamma_towards_the_rule_only_where_the_rule_is_below_one() -> None:
+    """γ at a grid k is (1 − w) γ_score + w γ_ref where γ_ref(k) < 1 and the score's γ where the rule saturates at 1;
+    the route and the label stay the score's. Break tried: shrinking at saturated k too (fails the k = 4 check)
+    and swapping w and 1 − w (fails the k = 8 check)."""
+    spectrum, queries, docs = _spectrum_and_pairs()
+    d = spectrum.dim
+    rule = np.full(d, 0.8)
+    rule[:4] = 1.0  # saturated for k <= 4, informative above
+    ks = [4, 8, d]
+    free = select_auto(spectrum, queries, docs, rule, ks=ks, rule_weight=0.0)
+    half = select_auto(spectrum, queries, docs, rule, ks=ks)
+    quarter = select_auto(spectrum, queries, docs, rule, ks=ks, rule_weight=0.25)
+    assert half.chosen == free.chosen == quarter.chosen and np.array_equal(half.routes, free.routes)
+    gammas = [float(label.removeprefix("u")) for label in free.chosen]
+    assert all(label[-4:-3].isdigit() for label in free.chosen)  # grid candidates on this fixture
+    assert free.gamma[3] == half.gamma[3] == pytest.approx(gammas[0])  # saturated: the score's γ
+    assert half.gamma[7] == pytest.approx(0.5 * gammas[1] + 0.5 * 0.8)
+    assert quarter.gamma[7] == pytest.approx(0.75 * gammas[1] + 0.25 * 0.8)
+    assert free.gamma[d - 1] == pytest.approx(gammas[2]) and half.summary()["rule_weight"] == 0.5
+    with pytest.raises(ValueError, match="rule_weight"):
+        select_auto(spectrum, queries, docs, rule, ks=ks, rule_weight=1.5)
+
+
 def test_k_grid() -> None:
     assert list(k_grid(384)) == [8, 16, 32, 64, 128, 256, 384]
     assert list(k_grid(10)) == [8, 10]

@@ -31,10 +31,17 @@ INIT_TEXT = {
 
 
 def init_text(dump_init: str | None) -> str | None:
-    """The card's words for a ``dump_init`` value (``token:X`` = an exact copy of token X's row)."""
-    if dump_init and dump_init.startswith("token:"):
-        return f"exact copy of the embedding row of the token {dump_init.removeprefix('token:')!r}"
-    return INIT_TEXT.get(dump_init or "")
+    """The card's words for a ``dump_init`` value (``token:X`` = an exact copy of token X's row; a ``+matchN``
+    suffix = the rows then fitted for N steps to reproduce the K = 0 source, `build --match-steps`)."""
+    init, _, match_steps = (dump_init or "").partition("+match")
+    if init.startswith("token:"):
+        text = f"exact copy of the embedding row of the token {init.removeprefix('token:')!r}"
+    else:
+        text = INIT_TEXT.get(init)
+    if text and match_steps:
+        text += (f", then fitted for {match_steps} steps (backbone frozen) so every text token's final state matches "
+                 "the model without [DUMP] tokens")
+    return text
 CITATIONS = """\
 @inproceedings{dump_tokens_2026,
   title     = {Reducing Representational Interference in Retrieval Embeddings with Trainable Prefix Tokens},
@@ -191,14 +198,19 @@ def auto_rows(auto: dict[str, Any]) -> list[tuple[str, str]]:
         what = "prefix truncation" if route == "prefix" else f"γ {gamma:.2f} {route}"
         if chosen == "reference":
             what += " (reference rule)"
+        elif route != "prefix" and abs(float(chosen.removeprefix("u")) - gamma) > 5e-3:
+            what += f" (score's γ {float(chosen.removeprefix('u')):.2f})"
         choices.append(f"{k}: {what}, {score:.3f}" + ("" if chosen == "reference" else f" vs {reference:.3f}"))
+    weight = auto.get("rule_weight", 0.0)
+    weight_text = f"{1 - weight:g} × the score's + {weight:g} × " if weight else "the score's, not "
     usable = auto.get("pseudo_query_candidates", auto["pseudo_queries"])
     sample = f", a seeded sample of the {usable:,} usable texts" if usable > auto["pseudo_queries"] else ""
     cost = f"selection {auto.get('selection_seconds')} s + pseudo-query encoding " \
            f"{auto.get('pseudo_query_encode_seconds')} s, vs {auto.get('corpus_encode_seconds')} s encoding the corpus"
     return [
         ("auto: texts scored", f"{auto['pseudo_queries']:,}{sample} (pseudo-query = first line or sentence)"),
-        ("auto: choice per k (score = inverse-cloze + full-dimension-neighbour nDCG@10; vs the reference rule's)",
+        ("auto: choice per k (score = inverse-cloze + full-dimension-neighbour nDCG@10, vs the reference rule's; "
+         f"where the rule's γ is below 1 the γ used is {weight_text}the rule's)",
          "; ".join(choices)),
         ("auto: cost", cost),
     ]

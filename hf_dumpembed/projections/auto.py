@@ -13,8 +13,15 @@ label-free nDCG@10s:
   drifts to PCA / the identity).
 
 Scores are smoothed over neighbouring k (weights 1-2-1) before the argmax, and the reference γ is kept unless
-another candidate beats it by more than ``tolerance``. Between grid points the correction γ_auto − γ_ref is
-interpolated linearly in log k; the route (centred, uncentred, prefix) is the nearest grid point's.
+another candidate beats it by more than ``tolerance``. The argmax gives the route (centred, uncentred, prefix) and
+the score's γ; where the reference rule is informative (γ_ref(k) < 1, above the knee) the γ used is shrunk half
+way to the rule's, γ = (1 − w) γ_score + w γ_ref with ``rule_weight`` w = 0.5; where the rule saturates at
+whitening (γ_ref(k) = 1, below the knee) the score's γ is used as it is. Why (BENCHMARKS.md, "SpecTemp auto mode"):
+the centring choice is what the score gets right on every model tried, and so is its γ below the knee, but above
+the knee its γ follows fidelity towards 0 whenever inverse cloze saturates — on a model fine-tuned on the fit
+corpus almost every pseudo-query finds its text at every γ — while the rule's γ alone was too high just above the
+knee on that model. w = 0 is the score alone, w = 1 the rule's γ with the score's route. Between grid points the
+correction γ_auto − γ_ref is interpolated linearly in log k; the route is the nearest grid point's.
 """
 
 from __future__ import annotations
@@ -37,6 +44,10 @@ UNCENTRED = "u"  # label prefix of the uncentred candidates, e.g. "u0.25"
 ROUTE_CODES = {"centred": 0, "uncentred": 1, "prefix": 2}
 MIN_GRID_K = 8
 DEFAULT_TOLERANCE = 0.0
+# Weight of the reference rule's γ against the score's where the rule is below 1 (see the module docstring).
+DEFAULT_RULE_WEIGHT = 0.5
+# γ_ref(k) at or above this is the rule's saturation at whitening (below the knee): the score's γ is used there.
+SATURATED_GAMMA = 1.0 - 1e-9
 NEIGHBOURS = 10
 # Below this many pseudo-queries the scores are too noisy to choose from.
 MIN_PSEUDO_QUERIES = 10
@@ -72,11 +83,13 @@ class AutoSelection:
         cloze: (len(ks), len(candidates)) mean inverse-cloze nDCG@10 of each candidate.
         fidelity: the same for the full-dimensional neighbours.
         scores: cloze + fidelity; smoothed: after 1-2-1 smoothing over neighbouring k.
-        chosen: label chosen at each k of ``ks``.
-        gamma: (d,) γ_auto(k) for k = 1..d (the γ of the spectral map; kept where prefix is chosen).
+        chosen: label chosen at each k of ``ks`` (the score's argmax; its γ before the shrink to the rule).
+        gamma: (d,) γ_auto(k) for k = 1..d (the γ of the spectral map, after the shrink; kept where prefix is
+            chosen).
         routes: (d,) route code per k (`ROUTE_CODES`: 0 centred, 1 uncentred, 2 prefix).
         reference_gamma: (d,) the reference rule's γ(k).
         num_queries: texts (and pseudo-queries) scored.
+        rule_weight: weight of the rule's γ where the rule is below 1 (0: the score's γ alone).
     """
 
     ks: np.ndarray
@@ -91,6 +104,7 @@ class AutoSelection:
     reference_gamma: np.ndarray
     num_queries: int
     tolerance: float = DEFAULT_TOLERANCE
+    rule_weight: float = DEFAULT_RULE_WEIGHT
 
     def route_at(self, k: int) -> str:
         return {code: name for name, code in ROUTE_CODES.items()}[int(self.routes[k - 1])]
@@ -111,11 +125,18 @@ class AutoSelection:
             "cloze_chosen": [round(float(self.cloze[i, c]), 4) for i, c in enumerate(cols)],
             "fidelity_chosen": [round(float(self.fidelity[i, c]), 4) for i, c in enumerate(cols)],
             "tolerance": self.tolerance,
+            "rule_weight": self.rule_weight,
         }
 
 
 def _label(gamma: float) -> str:
     return f"{gamma:.2f}"
+
+
+def grid_gamma(label: str) -> float | None:
+    """The γ of a grid candidate ("0.25", "u0.25"); None for "reference" and "prefix"."""
+    value = label.removeprefix(UNCENTRED)
+    return float(value) if value[:1].isdigit() else None
 
 
 def _smooth(scores: np.ndarray) -> np.ndarray:
@@ -198,7 +219,7 @@ def score_candidates(spectrum: Spectrum, queries: np.ndarray, documents: np.ndar
                     vectors = both[True][:, :k].float()
                 else:
                     keep_mean = label.startswith(UNCENTRED)
-                    gamma = float(reference_gamma[k - 1]) if label == REFERENCE else float(label.lstrip(UNCENTRED))
+                    gamma = float(reference_gamma[k - 1]) if label == REFERENCE else grid_gamma(label)
                     scale = torch.from_numpy(tempered_scale(eigenvalues[:k], gamma, eps))
                     vectors = (rotated[keep_mean] * scale).float()
                 cloze[row, col], fidelity[row, col] = _pair_and_neighbour_ndcg(vectors, m, neighbours)
@@ -225,7 +246,7 @@ def _route(label: str) -> int:
 def select_auto(spectrum: Spectrum, queries: np.ndarray, documents: np.ndarray, reference_gamma: np.ndarray,
                 grid: Sequence[float] = ORACLE_GRID, prefix: bool = True, uncentred: bool = True,
                 tolerance: float = DEFAULT_TOLERANCE, ks: Sequence[int] | None = None,
-                eps: float = SPECTRAL_EPS) -> AutoSelection:
+                eps: float = SPECTRAL_EPS, rule_weight: float = DEFAULT_RULE_WEIGHT) -> AutoSelection:
     """Choose γ(k) and the route (centred, uncentred, prefix) for every k from pseudo-query vectors and their texts.
 
     ``queries`` and ``documents`` are the unit-length pooled vectors of the pseudo-queries and of their texts
@@ -241,14 +262,16 @@ def select_auto(spectrum: Spectrum, queries: np.ndarray, documents: np.ndarray, 
     ks = k_grid(d) if ks is None else np.array(sorted({int(k) for k in ks}), dtype=np.int64)
     labels = candidate_labels(grid, prefix, uncentred and len(grid) > 0)
     cloze, fidelity = score_candidates(spectrum, queries, documents, ks, reference_gamma, labels, eps)
-    return choose(ks, labels, cloze, fidelity, reference_gamma, tolerance, len(queries))
+    return choose(ks, labels, cloze, fidelity, reference_gamma, tolerance, len(queries), rule_weight=rule_weight)
 
 
 def choose(ks: np.ndarray, labels: list[str], cloze: np.ndarray, fidelity: np.ndarray, reference_gamma: np.ndarray,
            tolerance: float = DEFAULT_TOLERANCE, num_queries: int = 0,
-           weights: tuple[float, float] = (1.0, 1.0)) -> AutoSelection:
-    """The choice from candidate scores (``select_auto``'s second half; ``weights`` of cloze and fidelity, and
-    subsets of ``labels`` with their score columns, serve the benchmark's ablations)."""
+           weights: tuple[float, float] = (1.0, 1.0), rule_weight: float = DEFAULT_RULE_WEIGHT) -> AutoSelection:
+    """The choice from candidate scores (``select_auto``'s second half; ``weights`` of cloze and fidelity, other
+    ``rule_weight`` values and subsets of ``labels`` with their score columns serve the benchmark's ablations)."""
+    if not 0.0 <= rule_weight <= 1.0:
+        raise ValueError(f"rule_weight must be between 0 and 1; got {rule_weight!r}.")
     d = len(reference_gamma)
     scores = weights[0] * cloze + weights[1] * fidelity
     smoothed = _smooth(scores)
@@ -257,8 +280,11 @@ def choose(ks: np.ndarray, labels: list[str], cloze: np.ndarray, fidelity: np.nd
     for row in smoothed:
         best = int(np.argmax(row))  # first maximum: the smallest γ among ties, centred before uncentred
         chosen.append(labels[best] if row[best] > row[ref_col] + tolerance else REFERENCE)
-    # The correction to the reference rule at each grid k, interpolated over log k.
-    delta = np.array([0.0 if c in (REFERENCE, PREFIX) else float(c.lstrip(UNCENTRED)) - reference_gamma[k - 1]
+    # The correction to the reference rule at each grid k (shrunk where the rule is informative), interpolated
+    # over log k.
+    delta = np.array([0.0 if grid_gamma(c) is None else
+                      (grid_gamma(c) - reference_gamma[k - 1])
+                      * (1.0 if reference_gamma[k - 1] >= SATURATED_GAMMA else 1.0 - rule_weight)
                       for c, k in zip(chosen, ks, strict=True)])
     all_k = np.arange(1, d + 1)
     gamma = np.clip(reference_gamma + np.interp(np.log(all_k), np.log(ks), delta), 0.0, 1.0)
@@ -266,4 +292,4 @@ def choose(ks: np.ndarray, labels: list[str], cloze: np.ndarray, fidelity: np.nd
     routes = np.array([_route(chosen[i]) for i in nearest], dtype=np.int64)
     return AutoSelection(ks=ks, candidates=labels, cloze=cloze, fidelity=fidelity, scores=scores, smoothed=smoothed,
                          chosen=chosen, gamma=gamma, routes=routes, reference_gamma=reference_gamma,
-                         num_queries=num_queries, tolerance=tolerance)
+                         num_queries=num_queries, tolerance=tolerance, rule_weight=rule_weight)

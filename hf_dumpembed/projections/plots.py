@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .auto import AutoSelection
+from .auto import UNCENTRED, AutoSelection, grid_gamma
 from .spectemp import SpecTempCurve
 
 
@@ -100,8 +100,9 @@ def plot_pseudo_scores(auto: AutoSelection, path: Path, dims: tuple[int, ...] = 
     solid centred, dotted uncentred, dashed prefix truncation."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    centred = [c for c in auto.candidates if c[0].isdigit()]
-    uncentred = [c for c in auto.candidates if c.startswith("u")]
+    on_grid = [c for c in auto.candidates if grid_gamma(c) is not None]
+    centred = [c for c in on_grid if not c.startswith(UNCENTRED)]
+    uncentred = [c for c in on_grid if c.startswith(UNCENTRED)]
     rows = [i for i, k in enumerate(auto.ks) if int(k) in dims] or list(range(0, len(auto.ks), 3))
     for row in rows:
         cols = [auto.candidates.index(c) for c in centred]
@@ -109,7 +110,7 @@ def plot_pseudo_scores(auto: AutoSelection, path: Path, dims: tuple[int, ...] = 
                         label=f"k = {int(auto.ks[row])}")
         if uncentred:
             cols = [auto.candidates.index(c) for c in uncentred]
-            ax.plot([float(c[1:]) for c in uncentred], auto.scores[row, cols], ls=":", lw=1.5,
+            ax.plot([grid_gamma(c) for c in uncentred], auto.scores[row, cols], ls=":", lw=1.5,
                     color=line.get_color())
         if "prefix" in auto.candidates:
             ax.axhline(auto.scores[row, auto.candidates.index("prefix")], color=line.get_color(), ls="--", lw=1)

@@ -31,7 +31,7 @@ from benchmarks import Table, command_line, write_record
 
 from hf_dumpembed._utils.console import say
 from hf_dumpembed.projections import baselines
-from hf_dumpembed.projections.auto import UNCENTRED, AutoSelection, choose, select_auto
+from hf_dumpembed.projections.auto import DEFAULT_RULE_WEIGHT, UNCENTRED, AutoSelection, choose, select_auto
 from hf_dumpembed.projections.corpus import read_corpus
 from hf_dumpembed.projections.encode import encode_texts
 from hf_dumpembed.projections.fit import auto_reference_curve, load_for_fit
@@ -74,21 +74,25 @@ def heldout_grids(spectrum, sets: dict, cache: Path) -> dict[int, dict[float, di
     return grids
 
 
+# The signals alone use their own γ (rule weight 0), as the auto mode did before 2026-12-01.
 ABLATIONS = {
-    "inverse cloze only": {"weights": (1.0, 0.0)},
-    "fidelity only": {"weights": (0.0, 1.0)},
-    "cloze + fidelity, centred maps only": {"centred_only": True},
-    "inverse cloze only, centred maps only": {"weights": (1.0, 0.0), "centred_only": True},
+    "cloze + fidelity, score's γ (w = 0; auto before 2026-12-01)": {"rule_weight": 0.0},
+    "cloze + fidelity, rule's γ above the knee (w = 1)": {"rule_weight": 1.0},
+    "inverse cloze only (w = 0)": {"weights": (1.0, 0.0), "rule_weight": 0.0},
+    "fidelity only (w = 0)": {"weights": (0.0, 1.0), "rule_weight": 0.0},
+    "cloze + fidelity, centred maps only (w = 0)": {"centred_only": True, "rule_weight": 0.0},
+    "inverse cloze only, centred maps only (w = 0)": {"weights": (1.0, 0.0), "centred_only": True,
+                                                       "rule_weight": 0.0},
 }
 
 
 def ablation(selection: AutoSelection, weights: tuple[float, float] = (1.0, 1.0),
-             centred_only: bool = False) -> AutoSelection:
-    """The same candidate scores, another combination or candidate set."""
+             centred_only: bool = False, rule_weight: float = DEFAULT_RULE_WEIGHT) -> AutoSelection:
+    """The same candidate scores, another combination, candidate set or weight of the rule's γ."""
     keep = [i for i, c in enumerate(selection.candidates) if not (centred_only and c.startswith(UNCENTRED))]
     return choose(selection.ks, [selection.candidates[i] for i in keep], selection.cloze[:, keep],
                   selection.fidelity[:, keep], selection.reference_gamma, selection.tolerance,
-                  selection.num_queries, weights)
+                  selection.num_queries, weights, rule_weight)
 
 
 def evaluate_choice(selection: AutoSelection, k: int, spectrum, sets: dict, memo: dict) -> tuple[str, float | None,
@@ -212,7 +216,7 @@ def table(results: dict) -> Table:
 
 def ablation_table(results: dict) -> Table:
     """Held-out mean nDCG@10 of each scoring route at each k (the map it chose in brackets)."""
-    names = ["auto: cloze + fidelity (kept)", *ABLATIONS]
+    names = ["auto: cloze + fidelity, γ half way to the rule's above the knee (w = 0.5, kept)", *ABLATIONS]
     columns = ["route", *(f"k = {k}" for k in DIMS)]
     by_route = {}
     for row in results["rows"]:
