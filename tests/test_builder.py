@@ -66,13 +66,13 @@ def test_other_byte_level_decoders_build_and_agree(request, fixture, tmp_path):
 
 def test_dump_rows_grow_the_matrix_and_other_rows_stay(tiny_bert):
     original = AutoModel.from_pretrained(str(tiny_bert)).get_input_embeddings().weight.detach().clone()
-    model, tokenizer = build_dump_model(tiny_bert, BuildOptions(num_dump_tokens=4))
+    model, tokenizer = build_dump_model(tiny_bert, BuildOptions(num_dump_tokens=4, match_steps=0))
     weight = model.get_input_embeddings().weight.detach()
     ids = model.config.dump_token_ids
     assert weight.shape[0] == original.shape[0] + 4 == len(tokenizer)
     assert model.config.text_config.vocab_size == weight.shape[0]
     torch.testing.assert_close(weight[: original.shape[0]], original)
-    # default init: exact copies of the [SEP] row (an attention sink), no noise
+    # default init (before the match): exact copies of the [SEP] row (an attention sink), no noise
     torch.testing.assert_close(weight[ids], original[tokenizer.sep_token_id].expand(4, -1), atol=0, rtol=0)
 
 

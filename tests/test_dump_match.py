@@ -7,19 +7,20 @@ import pytest
 import torch
 
 from hf_dumpembed.model.builder import BuildOptions, build_dump_model, load_backbone
-from hf_dumpembed.model.dump_match import match_dump_rows, text_states_without_dump
+from hf_dumpembed.model.dump_match import dump_slots, match_dump_rows, text_states_without_dump
 
 TEXTS = [f"text number {i} about {word} and files" for i, word in enumerate(
     "reading writing parsing sorting hashing joining splitting opening closing copying moving listing "
     "zipping caching logging timing".split())]
 
 
-def _state_error(model, tokenizer, source, source_tokenizer, dump_ids) -> float:
+def _state_error(model, tokenizer, source, source_tokenizer) -> float:
     with torch.no_grad():
         plain = source_tokenizer(TEXTS, padding=True, return_tensors="pt")
         prefixed = tokenizer(TEXTS, padding=True, return_tensors="pt")
         target = source(**plain).last_hidden_state
-        states = text_states_without_dump(model(**prefixed).last_hidden_state, prefixed["input_ids"], dump_ids)
+        states = text_states_without_dump(model.backbone(**prefixed).last_hidden_state,
+                                          dump_slots(model, prefixed["attention_mask"]))
         mask = plain["attention_mask"][..., None]
         return float((((states - target) ** 2) * mask).sum() / mask.sum())
 
@@ -27,17 +28,17 @@ def _state_error(model, tokenizer, source, source_tokenizer, dump_ids) -> float:
 @pytest.mark.parametrize("fixture", ["tiny_bert", "tiny_llama"])
 def test_match_moves_only_the_dump_rows_and_lowers_the_state_error(fixture, request):
     backbone = request.getfixturevalue(fixture)
-    model, tokenizer = build_dump_model(backbone, BuildOptions(num_dump_tokens=3, init="mean"))
+    model, tokenizer = build_dump_model(backbone, BuildOptions(num_dump_tokens=3, init="mean", match_steps=0))
     inner = model.backbone
     source, source_tokenizer = load_backbone(backbone)
     source_tokenizer.pad_token = source_tokenizer.pad_token or source_tokenizer.eos_token
     source_tokenizer.padding_side = tokenizer.padding_side
     dump_ids = list(model.config.dump_token_ids)
     before = {name: p.detach().clone() for name, p in inner.named_parameters()}
-    error_before = _state_error(inner, tokenizer, source, source_tokenizer, dump_ids)
-    result = match_dump_rows(inner, tokenizer, source, source_tokenizer, dump_ids, TEXTS, steps=30,
+    error_before = _state_error(model, tokenizer, source, source_tokenizer)
+    result = match_dump_rows(model, tokenizer, source, source_tokenizer, TEXTS, steps=30,
                              learning_rate=5e-2, batch_size=8)
-    error_after = _state_error(inner, tokenizer, source, source_tokenizer, dump_ids)
+    error_after = _state_error(model, tokenizer, source, source_tokenizer)
     assert error_after < error_before - 1e-3  # tiny random BERT: most of the error is the position shift
     assert result.steps == 30 and 0 < result.last_loss < float("inf")  # one batch each: compare on TEXTS above
     weight_name = next(n for n, p in inner.named_parameters() if p is inner.get_input_embeddings().weight)
@@ -50,17 +51,31 @@ def test_match_moves_only_the_dump_rows_and_lowers_the_state_error(fixture, requ
         assert param.requires_grad  # left trainable as found
 
 
-def test_text_states_without_dump_removes_exactly_the_dump_slots():
-    ids = torch.tensor([[101, 7, 8, 5, 6, 102], [101, 7, 8, 9, 102, 0]])
-    states = torch.arange(12, dtype=torch.float32).view(2, 6, 1)
-    kept = text_states_without_dump(states, ids, [7, 8])
-    assert kept.squeeze(-1).tolist() == [[0, 3, 4, 5], [6, 9, 10, 11]]
+@pytest.mark.parametrize("fixture", ["tiny_bert", "tiny_llama"])
+def test_dump_slots_follow_the_model_position_rule_under_both_paddings(fixture, request):
+    """The slots the match replaces and removes are the model's own [DUMP] positions, whichever side pads."""
+    model, tokenizer = build_dump_model(request.getfixturevalue(fixture), BuildOptions(num_dump_tokens=2,
+                                                                                         match_steps=0))
+    for side in ("left", "right"):
+        tokenizer.padding_side = side
+        batch = tokenizer(["one", "a much longer text with several words"], padding=True, return_tensors="pt")
+        slots = dump_slots(model, batch["attention_mask"])
+        is_dump = torch.isin(batch["input_ids"], torch.tensor(model.config.dump_token_ids))
+        assert torch.equal(slots, is_dump) and slots.sum(dim=1).tolist() == [2, 2]
+        states = torch.arange(batch["input_ids"].numel(), dtype=torch.float32).view(*batch["input_ids"].shape, 1)
+        kept = text_states_without_dump(states, slots).squeeze(-1)
+        assert kept.shape == (2, batch["input_ids"].shape[1] - 2)
+        assert torch.equal(kept, states.squeeze(-1)[~slots].view(2, -1))
 
 
-def test_build_with_match_steps_records_it_and_rejects_bad_input(tiny_bert):
+def test_build_with_match_steps_records_it_and_rejects_bad_input(tiny_bert, tiny_llama):
     model, _ = build_dump_model(tiny_bert, BuildOptions(num_dump_tokens=2, init="sep", match_steps=2,
                                                         match_texts=tuple(TEXTS)))
     assert model.config.dump_init == "sep+match2"
+    default, _ = build_dump_model(tiny_bert, BuildOptions(num_dump_tokens=2, match_texts=tuple(TEXTS)))
+    assert default.config.dump_init == "sep+match60"  # the default for encoders with K > 0
+    decoder, _ = build_dump_model(tiny_llama, BuildOptions(num_dump_tokens=2))
+    assert decoder.config.dump_init == "normal"  # decoders: no match by default
     with pytest.raises(ValueError, match="at least 16 non-empty texts"):
         build_dump_model(tiny_bert, BuildOptions(num_dump_tokens=2, match_steps=2, match_texts=("a", "b")))
     with pytest.raises(ValueError, match="match_steps must be a non-negative integer"):

@@ -18,6 +18,8 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from ..remote.modeling_dumpembed import DumpEmbedModel
+
 DEFAULT_MATCH_STEPS = 60
 DEFAULT_MATCH_LR = 1e-2
 DEFAULT_MATCH_BATCH = 16
@@ -34,19 +36,24 @@ class MatchResult:
     steps: int
 
 
-def text_states_without_dump(states: torch.Tensor, input_ids: torch.Tensor, dump_ids: Sequence[int]) -> torch.Tensor:
-    """(B, L − K, H) states with the K [DUMP] positions of every row removed (every row holds exactly K)."""
-    keep = ~torch.isin(input_ids, torch.tensor(list(dump_ids), device=input_ids.device))
+def dump_slots(model: DumpEmbedModel, attention_mask: torch.Tensor) -> torch.Tensor:
+    """(B, L) bool: the K [DUMP] slots of every row, by the model's own position rule
+    (`DumpEmbedModel.without_dump_positions`: first real token + ``dump_token_offset``, K slots)."""
+    return attention_mask.bool() & ~model.without_dump_positions(attention_mask).bool()
+
+
+def text_states_without_dump(states: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
+    """(B, L − K, H) states with the K slots marked in ``slots`` removed from every row (each row holds exactly K)."""
     batch, length, hidden = states.shape
-    return states[keep].view(batch, length - len(dump_ids), hidden)
+    count = int(slots[0].sum())
+    return states[~slots].view(batch, length - count, hidden)
 
 
 def match_dump_rows(
-    model: PreTrainedModel,
+    model: DumpEmbedModel,
     tokenizer: PreTrainedTokenizerBase,
     source: PreTrainedModel,
     source_tokenizer: PreTrainedTokenizerBase,
-    dump_ids: Sequence[int],
     texts: Sequence[str],
     steps: int = DEFAULT_MATCH_STEPS,
     learning_rate: float = DEFAULT_MATCH_LR,
@@ -54,10 +61,11 @@ def match_dump_rows(
     max_length: int = DEFAULT_MATCH_MAX_LENGTH,
     seed: int = 0,
 ) -> MatchResult:
-    """Fit the embedding rows ``dump_ids`` of ``model`` (a backbone whose tokenizer prepends the K [DUMP] tokens)
-    so its text-token states match ``source`` (the same backbone with K = 0) on batches sampled from ``texts``.
+    """Fit the K [DUMP] embedding rows of ``model`` (its tokenizer prepends them) so that its backbone's
+    text-token states match ``source`` (the same backbone with K = 0) on batches sampled from ``texts``.
 
-    Only those rows change (in place); every other parameter of ``model`` is left as it was.
+    ``max_length`` caps the text tokens (the [DUMP] tokens come on top). Only the K rows change (in place); every
+    other parameter is left as it was.
     """
     if steps < 1:
         raise ValueError(f"steps must be at least 1; got {steps}.")
@@ -67,13 +75,14 @@ def match_dump_rows(
                          f"{len(texts)}. Give more text (--match-texts) or --match-steps 0.")
     if tokenizer.padding_side != source_tokenizer.padding_side:
         raise ValueError("the model's and the source's tokenizers must pad on the same side.")
-    dump_ids = list(dump_ids)
-    weight = model.get_input_embeddings().weight
+    backbone = model.backbone
+    dump_ids = list(model.config.dump_token_ids)
+    weight = backbone.get_input_embeddings().weight
     rows = weight[dump_ids].detach().clone().float().requires_grad_(True)
     optimizer = torch.optim.Adam([rows], lr=learning_rate)
-    trainable = [p for p in model.parameters() if p.requires_grad]
-    was_training = model.training, source.training
-    model.eval()
+    trainable = [p for p in backbone.parameters() if p.requires_grad]
+    was_training = backbone.training, source.training
+    backbone.eval()
     source.eval()
     rng = random.Random(seed)
     losses: list[float] = []
@@ -89,12 +98,12 @@ def match_dump_rows(
                                  return_tensors="pt").to(device)
             with torch.no_grad():
                 target = source(**plain).last_hidden_state.float()
-            embeddings = model.get_input_embeddings()(prefixed["input_ids"])
-            is_dump = torch.isin(prefixed["input_ids"], torch.tensor(dump_ids, device=device))
-            row_of = torch.cumsum(is_dump.long(), dim=1) - 1  # the j-th [DUMP] of each row takes rows[j]
-            embeddings = torch.where(is_dump[..., None], rows.to(embeddings.dtype)[row_of.clamp_min(0)], embeddings)
-            states = model(inputs_embeds=embeddings, attention_mask=prefixed["attention_mask"]).last_hidden_state
-            states = text_states_without_dump(states.float(), prefixed["input_ids"], dump_ids)
+            slots = dump_slots(model, prefixed["attention_mask"])
+            row_of = torch.cumsum(slots.long(), dim=1) - 1  # the j-th slot of each row takes rows[j]
+            embeddings = backbone.get_input_embeddings()(prefixed["input_ids"])
+            embeddings = torch.where(slots[..., None], rows.to(embeddings.dtype)[row_of.clamp_min(0)], embeddings)
+            states = backbone(inputs_embeds=embeddings, attention_mask=prefixed["attention_mask"]).last_hidden_state
+            states = text_states_without_dump(states.float(), slots)
             mask = plain["attention_mask"][..., None].float()
             loss = (((states - target) ** 2) * mask).sum() / mask.sum() / target.shape[-1]
             optimizer.zero_grad()
@@ -104,7 +113,7 @@ def match_dump_rows(
     finally:
         for p in trainable:
             p.requires_grad_(True)
-        model.train(was_training[0])
+        backbone.train(was_training[0])
         source.train(was_training[1])
     with torch.no_grad():
         weight[dump_ids] = rows.detach().to(weight.dtype)

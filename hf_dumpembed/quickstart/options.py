@@ -33,6 +33,7 @@ class Budget:
     decoder_max_documents: int
     decoder_max_seq_length: int
     decoder_speed_texts: int
+    match_steps: int | None = None  # [DUMP]-row match before training; None = the builder's default (60)
 
 
 DEFAULT_BUDGET = Budget(
@@ -45,7 +46,7 @@ FAST_BUDGET = Budget(
     name="fast", train_rows=64, batch_size=16, mini_batch_size=16, num_negatives=0, steps=4,
     max_seq_length=128, fit_max_texts=600, projection_dim=128, eval_max_queries=100, eval_max_documents=300,
     speed_texts=64, speed_repeats=1, decoder_max_queries=40, decoder_max_documents=80,
-    decoder_max_seq_length=96, decoder_speed_texts=8,
+    decoder_max_seq_length=96, decoder_speed_texts=8, match_steps=5,
 )
 
 

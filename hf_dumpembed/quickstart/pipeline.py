@@ -43,8 +43,10 @@ def training_config(backbone: str, k: int, data: Path, output: Path, budget: Bud
                     mined: Path, overwrite: bool) -> TrainConfig:
     """The recipe both models are fine-tuned with (only K differs): InfoNCE + GradCache on StdlibCodeTrain."""
     raw: dict[str, Any] = {
-        # pooling and [DUMP] init are the library's defaults (pooling from the source, exact [SEP] copies)
-        "model": {"backbone": backbone, "num_dump_tokens": k, "init_seed": 0, "max_seq_length": budget.max_seq_length},
+        # pooling, [DUMP] init and match are the library's defaults (pooling from the source, [SEP] copies matched
+        # to K = 0); the fast budget matches for a few steps only
+        "model": {"backbone": backbone, "num_dump_tokens": k, "init_seed": 0, "max_seq_length": budget.max_seq_length,
+                  "match_steps": budget.match_steps},
         "data": {"path": str(data), "format": "beir", "split": "train", "num_negatives": budget.num_negatives,
                  "max_rows": budget.train_rows, "sample_seed": 0,
                  "mining": {"range_max": 50, "relative_margin": 0.05, "cache_dir": str(mined)}},

@@ -88,7 +88,8 @@ class ModelConfig:
     Exactly one of ``backbone`` (local folder, Hub id, or ``embedded:encoder`` / ``embedded:decoder`` for the
     embedded all-MiniLM-L6-v2 / SmolLM2-135M-Instruct) and ``init_from`` (a DumpEmbed model folder) is set.
     ``num_dump_tokens``, ``pooling``, ``init``, ``init_seed`` and ``match_steps`` (`build --match-steps`: fit the
-    [DUMP] rows to reproduce K = 0 before training; 0 = off) apply to ``backbone`` only.
+    [DUMP] rows to reproduce K = 0 before training; 0 = off; None = the builder's default, 60 for encoders with
+    K > 0) apply to ``backbone`` only.
     """
 
     __pydantic_config__: ClassVar[ConfigDict] = _SCHEMA
@@ -100,7 +101,7 @@ class ModelConfig:
     init: Literal["auto", "sep", "mean", "cls", "normal", "token"] = "auto"
     init_token: StrictStr | None = None
     init_seed: StrictInt = 0
-    match_steps: StrictInt = 0
+    match_steps: StrictInt | None = None
     max_seq_length: StrictInt | None = None
 
 

@@ -11,6 +11,7 @@ distractors; the train split's corpus holds the positives only.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import inspect
 import random
@@ -197,8 +198,10 @@ def split_stdlib(
     )
 
 
-def train_split_texts(seed: int = 0) -> list[str]:
+@functools.cache
+def train_split_texts(seed: int = 0) -> tuple[str, ...]:
     """The train split's queries and function sources from the running interpreter's standard library (no
-    download; never a test-split module): the default unlabeled text of `build --match-steps`."""
+    download; never a test-split module): the default unlabeled text of `build --match-steps`. Computed once per
+    process (parsing the standard library takes seconds)."""
     corpus, queries, _ = split_stdlib(collect_functions(stdlib_root()), seed=seed).train
-    return [queries[q] for q in sorted(queries)] + [corpus[d]["text"] for d in sorted(corpus)]
+    return tuple([queries[q] for q in sorted(queries)] + [corpus[d]["text"] for d in sorted(corpus)])
