@@ -236,12 +236,13 @@ def ablation_table(results: dict) -> Table:
     return Table(columns=columns, rows=rows)
 
 
-def write(results: dict, fresh: bool, section: str = SECTION[0]) -> None:
+def write(results: dict, fresh: bool, section: str = SECTION[0], order: int | None = None) -> None:
     from hf_dumpembed._utils.machine import machine_info
 
-    _, order, title = SECTION
+    _, default_order, title = SECTION
     if section != SECTION[0]:
-        order, title = order + 1, f"{title}: {results['model']}"
+        default_order, title = default_order + 1, f"{title}: {results['model']}"
+    order = default_order if order is None else order
     run_info = {"commands": [command_line()], "machine": machine_info()} if fresh else {}
     tables = [table(results)] + ([ablation_table(results)] if results.get("ablations") else [])
     write_record(section, tables=tables, date=results["date"], title=title, order=order, **run_info)
@@ -262,9 +263,11 @@ def main() -> None:
                         help="a DumpEmbed folder to fit (default: all-MiniLM-L6-v2 built as K=0, mean pooling)")
     parser.add_argument("--tag", default="minilm", help="cache folder and figure suffix for --model")
     parser.add_argument("--section", default=SECTION[0], help="the BENCHMARKS.md section record to write")
+    parser.add_argument("--order", type=int, default=None,
+                        help="render position of a new --section (default: 21 for the main one, 22 for others)")
     args = parser.parse_args()
     if args.record_only:
-        write(json.loads(args.output.read_text()), fresh=False, section=args.section)
+        write(json.loads(args.output.read_text()), fresh=False, section=args.section, order=args.order)
         return
     torch.set_num_threads(args.threads)
     logging.basicConfig(level=logging.WARNING)
@@ -272,7 +275,7 @@ def main() -> None:
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(results, indent=2))
     say(f"Wrote {args.output}")
-    write(results, fresh=True, section=args.section)
+    write(results, fresh=True, section=args.section, order=args.order)
 
 
 if __name__ == "__main__":
