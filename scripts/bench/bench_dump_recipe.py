@@ -178,6 +178,17 @@ def table(metrics: dict[str, dict[str, float]], variants: list[str], seeds: list
                  rows=rows, formats={**{t: 4 for t in TASKS}, "mean": 4, "paired change vs K=0": "+.2%"})
 
 
+def merge_entry(path: Path, name: str, entry: dict) -> dict:
+    """Add one run's entry to a shared JSON file, re-read just before writing (another process on the same --out
+    may have added its own since this one started), written whole via a temporary file; returns the merged dict."""
+    merged = json.loads(path.read_text()) if path.exists() else {}
+    merged[name] = entry
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps(merged, indent=1) + "\n")
+    temporary.replace(path)
+    return merged
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--variants", nargs="+", default=["K0-mean", "K4-nodump-sep", "K4-nodump-sep-dlr1e-3"],
@@ -229,15 +240,14 @@ def main() -> None:
                 folder = train_one(args, variant, seed, out)
                 info = json.loads((folder / "config.json").read_text())["training_info"]
                 wall = float((folder / "training" / "bench_wall_s.txt").read_text())
-                runs[name] = {"steps": info["steps"], "train_wall_s": wall, "device": args.device}
-                runs_file.write_text(json.dumps(runs, indent=1) + "\n")
+                runs = merge_entry(runs_file, name, {"steps": info["steps"], "train_wall_s": wall,
+                                                     "device": args.device})
                 rankings = rank(folder, Path(args.data_dir), args.eval_batch, args.device)
                 ranking_file.write_text(json.dumps(rankings))
                 if args.bundle:
                     bundle(out, Path(args.bundle))
             if name not in metrics and rankings is not None and not args.rank_only:
-                metrics[name] = score(rankings, Path(args.data_dir))
-                metrics_file.write_text(json.dumps(metrics, indent=1) + "\n")
+                metrics = merge_entry(metrics_file, name, score(rankings, Path(args.data_dir)))
                 logger.info("%s: %s", name, metrics[name])
             result = table(metrics, args.variants, args.seeds, runs)
             (out / "table.md").write_text(render_table(result) + "\n")
