@@ -212,6 +212,14 @@ def test_quickstart_summary_renders_first(tmp_path: Path) -> None:
     assert "| train K=4 | 61.2 | no |" in section and "| evaluate | 0.0 | yes (saved output reused) |" in section
     assert "64 pairs of `data/StdlibCodeTrain`, 0 mined hard negative(s) per pair, 4 steps at batch 16" in section
     assert "Skipped: ManPages (not built)." in section
+    assert "max length 128, seed 0" in section  # an older summary: max_seq_length counted the [DUMP] tokens too
+
+
+def test_quickstart_summary_says_when_the_dump_tokens_come_on_top_of_the_text(tmp_path: Path) -> None:
+    summary = quickstart_summary()
+    summary["training"]["dump_tokens_on_top"] = True
+    write(tmp_path, summary, name="quickstart")
+    assert "max length 128 text tokens (+ K [DUMP] tokens), seed 0" in render(load_records(tmp_path))
 
 
 def test_quickstart_summary_errors_name_the_field(tmp_path: Path) -> None:

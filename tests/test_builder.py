@@ -18,6 +18,7 @@ from hf_dumpembed.model.builder import BuildOptions, build, build_dump_model
 from hf_dumpembed.model.embeddings import DumpInit, grow_embeddings, init_dump_rows
 from hf_dumpembed.model.export import export_stock_st
 from hf_dumpembed.model.verify import SAMPLE_TEXTS, check_load_paths, encode_with_automodel
+from tests import tiny_models
 
 EXPECTED_FILES = {
     "config.json", "configuration_dumpembed.py", "modeling_dumpembed.py", "model.safetensors", "tokenizer.json",
@@ -212,6 +213,18 @@ def test_a_decoder_without_pad_token_pads_with_eos(tiny_gpt2, tmp_path):
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir), trust_remote_code=True)
     assert tokenizer.pad_token == tokenizer.eos_token == "<|endoftext|>"
     assert check_load_paths(model_dir, include_mteb=False).ok
+
+
+@pytest.mark.parametrize(("source_length", "k", "expected"), [(32, 0, 32), (32, 4, 36), (126, 4, 128), (128, 4, 128)])
+def test_default_max_seq_length_puts_the_dump_tokens_on_top_of_the_sources_text(tiny_bert, tmp_path, source_length, k,
+                                                                                 expected):
+    """The K [DUMP] tokens do not shorten the text the source reads, as far as the position limit (128) allows."""
+    source = tiny_models.as_sentence_transformers_folder(tiny_bert, tmp_path / "st")
+    (source / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": source_length}))
+    _, tokenizer = build_dump_model(source, BuildOptions(num_dump_tokens=k, match_steps=0))
+    assert tokenizer.model_max_length == expected
+    ids = tokenizer("word " * 200, truncation=True)["input_ids"]
+    assert len(ids) == expected and len(ids) - k == min(source_length, 128 - k)
 
 
 def test_max_seq_length_beyond_the_position_limit_is_refused(tiny_bert, tmp_path):

@@ -85,7 +85,7 @@ def test_minilm_dump_prefix_and_limits(minilm_k4):
     tokenizer = AutoTokenizer.from_pretrained(str(minilm_k4), trust_remote_code=True)
     ids = tokenizer("a man is eating food", truncation=True, max_length=7)["input_ids"]
     assert tokenizer.convert_ids_to_tokens(ids) == ["[CLS]", "[DUMP1]", "[DUMP2]", "[DUMP3]", "[DUMP4]", "a", "[SEP]"]
-    assert tokenizer.model_max_length == 256  # all-MiniLM's own sentence-transformers limit
+    assert tokenizer.model_max_length == 256 + 4  # all-MiniLM's own sentence-transformers limit + the 4 [DUMP] tokens
 
 
 def test_smollm2_converts_once_and_builds_a_decoder_model(tmp_path):

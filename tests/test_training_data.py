@@ -70,6 +70,43 @@ def test_beir_folder_gets_mined_hard_negatives_once(tiny_bert: Path, tmp_path: P
     assert again == rows and list((tmp_path / "cache").iterdir()) == [cached]
 
 
+@pytest.mark.parametrize("k", [0, 4])
+def test_mining_reads_the_text_the_trained_model_reads(tiny_bert: Path, tmp_path: Path, monkeypatch, k: int) -> None:
+    """A plain mining model reads ``text_length`` tokens; a DumpEmbed one reads its K [DUMP] tokens on top."""
+    import sentence_transformers.util
+
+    from hf_dumpembed.model.builder import BuildOptions, build
+
+    miner = tiny_bert if k == 0 else build(tiny_bert, tmp_path / "dump", BuildOptions(num_dump_tokens=k))
+    seen: dict[str, int] = {}
+    real = sentence_transformers.util.mine_hard_negatives
+
+    def spy(dataset, model, **kwargs):
+        seen["max_seq_length"] = model.max_seq_length
+        return real(dataset, model, **kwargs)
+
+    monkeypatch.setattr(sentence_transformers.util, "mine_hard_negatives", spy)
+    config = DataConfig(path=str(write_beir_folder(tmp_path / "beir")), split="train",
+                        mining=MiningConfig(range_max=10, relative_margin=None))
+    _, report = load_rows(config, mining_model=str(miner), text_length=20, cache_dir=tmp_path / "cache")
+    assert seen["max_seq_length"] == 20 + k and report.mining["text_length"] == 20
+
+
+def test_a_run_mines_with_its_text_length_not_its_dump_tokens(tmp_path: Path) -> None:
+    """K = 0 at 128 and K = 4 at 132 read the same text, so they mine with the same length (the same negatives)."""
+    from hf_dumpembed.training.trainer import text_length
+
+    for k, total in ((0, 128), (4, 132)):
+        folder = tmp_path / f"k{k}"
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps({"model_type": "dumpembed", "num_dump_tokens": k}))
+        raw = run_config(tmp_path, tmp_path / "rows.jsonl", tmp_path / "out")
+        raw["model"] |= {"num_dump_tokens": k, "max_seq_length": total}
+        assert text_length(folder, config_from_dict(raw)) == 128
+    raw["model"].pop("max_seq_length")
+    assert text_length(folder, config_from_dict(raw)) is None
+
+
 @pytest.mark.parametrize(
     ("line", "message"),
     [

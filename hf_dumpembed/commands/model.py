@@ -106,7 +106,8 @@ def _add_build(commands: argparse._SubParsersAction) -> None:
                        "(e.g. '.'); `hf-dumpembed analyze --sinks N` lists the tokens the heads attend to most")
     build.add_argument("--max-seq-length", type=int, default=None,
                        help="longest input in tokens, [DUMP] and special tokens included (default: the "
-                       "backbone's sentence-transformers setting, else its position limit)")
+                       "backbone's sentence-transformers setting, else its position limit, plus K so that the "
+                       "[DUMP] tokens do not shorten the text, within the position limit)")
     build.add_argument("--revision", default=None, help="Hub revision of BACKBONE")
     build.add_argument("--seed", type=int, default=0, help="seed of the [DUMP] init noise (default: 0)")
     build.add_argument("--match-steps", type=int, default=None, metavar="N",

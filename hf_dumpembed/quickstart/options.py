@@ -22,7 +22,7 @@ class Budget:
     mini_batch_size: int
     num_negatives: int
     steps: int | None
-    max_seq_length: int
+    max_seq_length: int  # tokens of text per input, special tokens included; a K > 0 model reads K more
     fit_max_texts: int | None
     projection_dim: int
     eval_max_queries: int | None

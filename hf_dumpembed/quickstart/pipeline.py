@@ -45,8 +45,9 @@ def training_config(backbone: str, k: int, data: Path, output: Path, budget: Bud
     raw: dict[str, Any] = {
         # pooling, [DUMP] init and match are the library's defaults (pooling from the source, [SEP] copies matched
         # to K = 0); the fast budget matches for a few steps only
-        "model": {"backbone": backbone, "num_dump_tokens": k, "init_seed": 0, "max_seq_length": budget.max_seq_length,
-                  "match_steps": budget.match_steps},
+        # the K [DUMP] tokens come on top of the text's positions: both models read the same text
+        "model": {"backbone": backbone, "num_dump_tokens": k, "init_seed": 0,
+                  "max_seq_length": budget.max_seq_length + k, "match_steps": budget.match_steps},
         "data": {"path": str(data), "format": "beir", "split": "train", "num_negatives": budget.num_negatives,
                  "max_rows": budget.train_rows, "sample_seed": 0,
                  "mining": {"range_max": 50, "relative_margin": 0.05, "cache_dir": str(mined)}},
@@ -320,7 +321,7 @@ def _report(run: Quickstart, steps: StepRunner, wall_seconds: float) -> None:
         "wall_seconds": round(wall_seconds, 1),
         "training": {"data": TRAIN_COLLECTION, "rows": sum(d.get("num_rows", 0) for d in training.get("datasets", [])),
                      "steps": training.get("steps"), "batch_size": b.batch_size, "max_seq_length": b.max_seq_length,
-                     "seed": options.seed, "num_negatives": b.num_negatives},
+                     "dump_tokens_on_top": True, "seed": options.seed, "num_negatives": b.num_negatives},
         "projection": {"method": projection.get("method"), "dim": projection.get("dim"), "corpus": TRAIN_COLLECTION,
                        "num_texts": (projection.get("corpus") or {}).get("num_texts"),
                        "gamma": projection.get("gamma"), "knee": projection.get("knee")},

@@ -209,16 +209,17 @@ def _subset(rows: list[Any], config: DataConfig) -> list[Any]:
     return [rows[i] for i in keep]
 
 
-def load_rows(config: DataConfig, mining_model: str | None = None, max_seq_length: int | None = None,
+def load_rows(config: DataConfig, mining_model: str | None = None, text_length: int | None = None,
               cache_dir: Path | None = None) -> tuple[list[list[str]], DataReport]:
-    """Read one data source into rows ``[anchor, positive, negative_1..n]`` and its report."""
+    """Read one data source into rows ``[anchor, positive, negative_1..n]`` and its report (``text_length``: see
+    `mine_negatives`)."""
     path = Path(config.path)
     fmt = detect_format(path) if config.format == "auto" else config.format
     if not path.exists():
         raise FileNotFoundError(f"Training data {path} does not exist.")
     name = config.name or path.name.removesuffix(".jsonl")
     if fmt == "beir":
-        return _beir_rows(config, path, name, mining_model, max_seq_length, cache_dir)
+        return _beir_rows(config, path, name, mining_model, text_length, cache_dir)
     if path.is_file():
         objects, files, root = _jsonl_objects(path), [path], path
     else:
@@ -242,7 +243,7 @@ def load_rows(config: DataConfig, mining_model: str | None = None, max_seq_lengt
     return rows, report
 
 
-def _beir_rows(config: DataConfig, path: Path, name: str, mining_model: str | None, max_seq_length: int | None,
+def _beir_rows(config: DataConfig, path: Path, name: str, mining_model: str | None, text_length: int | None,
                cache_dir: Path | None) -> tuple[list[list[str]], DataReport]:
     data = load_beir(path, config.split)
     pairs = [
@@ -264,7 +265,7 @@ def _beir_rows(config: DataConfig, path: Path, name: str, mining_model: str | No
         raise ValueError("Mining hard negatives needs a model: set data.mining.model.")
     corpus = [data.document_text(doc_id) for doc_id in data.corpus]
     rows, mining = mine_negatives(pairs, corpus, config.mining, config.num_negatives, model_name, sha,
-                                  max_seq_length, cache_dir)
+                                  text_length, cache_dir)
     if not rows:
         raise ValueError(f"{path}: hard negative mining kept no rows; loosen data.mining (range_max, relative_margin).")
     report.num_rows, report.mining = len(rows), mining
@@ -272,11 +273,15 @@ def _beir_rows(config: DataConfig, path: Path, name: str, mining_model: str | No
 
 
 def mine_negatives(pairs: list[list[str]], corpus: list[str], mining: MiningConfig, num_negatives: int,
-                   model_name: str, data_sha256: str, max_seq_length: int | None,
+                   model_name: str, data_sha256: str, text_length: int | None,
                    cache_dir: Path | None) -> tuple[list[list[str]], dict[str, Any]]:
-    """``mine_hard_negatives`` on (anchor, positive) pairs, cached under ``cache_dir`` by a hash of every input."""
+    """``mine_hard_negatives`` on (anchor, positive) pairs, cached under ``cache_dir`` by a hash of every input.
+
+    ``text_length`` is how many tokens of each text the trained model reads, its [DUMP] prefix left out (special
+    tokens counted); the mining model reads the same text, plus its own [DUMP] prefix if it has one. So K = 0 and
+    K > 0 runs that read the same text mine the same negatives. None keeps the mining model's own limit."""
     settings = {key: value for key, value in asdict(mining).items() if key not in ("cache_dir", "model")}
-    settings.update(model=model_name, num_negatives=num_negatives, max_seq_length=max_seq_length)
+    settings.update(model=model_name, num_negatives=num_negatives, text_length=text_length)
     key = hashlib.sha256(json.dumps([settings, data_sha256, pairs], sort_keys=True).encode()).hexdigest()[:16]
     cache = (Path(mining.cache_dir) if mining.cache_dir else cache_dir)
     cache_file = cache / f"mined-{key}.jsonl" if cache else None
@@ -293,8 +298,9 @@ def mine_negatives(pairs: list[list[str]], corpus: list[str], mining: MiningConf
     logger.info("Mining %d hard negative(s) for %d pairs over %d documents with %s", num_negatives, len(pairs),
                 len(corpus), model_name)
     model = SentenceTransformer(model_name, trust_remote_code=True, device="cpu" if _no_cuda() else None)
-    if max_seq_length is not None:
-        model.max_seq_length = min(model.max_seq_length or max_seq_length, max_seq_length)
+    if text_length is not None:
+        limit = text_length + dump_prefix_length(model)
+        model.max_seq_length = min(model.max_seq_length or limit, limit)
     mined = mine_hard_negatives(
         Dataset.from_dict({"anchor": [p[0] for p in pairs], "positive": [p[1] for p in pairs]}),
         model, corpus=corpus, num_negatives=num_negatives, range_min=mining.range_min, range_max=mining.range_max,
@@ -313,6 +319,12 @@ def mine_negatives(pairs: list[list[str]], corpus: list[str], mining: MiningConf
     return rows, {**info, "kept_rows": len(rows)}
 
 
+def dump_prefix_length(model: Any) -> int:
+    """K of a sentence-transformers model whose first module wraps a DumpEmbed model; 0 for any other model."""
+    config = getattr(getattr(model[0], "auto_model", None), "config", None)
+    return int(getattr(config, "num_dump_tokens", 0) or 0)
+
+
 def _no_cuda() -> bool:
     import torch
 
@@ -325,10 +337,11 @@ def column_names(num_negatives: int) -> list[str]:
 
 
 def load_training_data(
-    configs: tuple[DataConfig, ...], mining_model: str | None = None, max_seq_length: int | None = None,
+    configs: tuple[DataConfig, ...], mining_model: str | None = None, text_length: int | None = None,
     cache_dir: Path | None = None,
 ) -> tuple[Any, list[DataReport]]:
-    """All sources as one ``datasets.Dataset`` (columns `column_names`) and a report per source."""
+    """All sources as one ``datasets.Dataset`` (columns `column_names`) and a report per source (``text_length``:
+    see `mine_negatives`)."""
     from datasets import Dataset
 
     widths = {c.num_negatives for c in configs}
@@ -337,7 +350,7 @@ def load_training_data(
     all_rows: list[list[str]] = []
     reports = []
     for config in configs:
-        rows, report = load_rows(config, mining_model, max_seq_length, cache_dir)
+        rows, report = load_rows(config, mining_model, text_length, cache_dir)
         all_rows.extend(rows)
         reports.append(report)
         logger.info("Data %s: %d rows (%s, %s)", report.name, report.num_rows, report.format, report.path)

@@ -62,6 +62,14 @@ def prepare_initial_model(config: TrainConfig) -> Path:
     return build(resolve_backbone(config.model.backbone), folder, options, overwrite=True)
 
 
+def text_length(initial: Path, config: TrainConfig) -> int | None:
+    """Tokens of each text the trained model reads: ``model.max_seq_length`` less its K [DUMP] tokens (None when
+    the length is the model's own)."""
+    if config.model.max_seq_length is None:
+        return None
+    return config.model.max_seq_length - int(json.loads((initial / "config.json").read_text())["num_dump_tokens"])
+
+
 def use_bf16(precision: str) -> bool:
     """bf16 autocast: ``auto`` = on CUDA devices that support it; ``bf16`` = always; ``fp32`` = never."""
     if precision == "auto":
@@ -309,7 +317,7 @@ def _train(config: TrainConfig, resume: bool, callbacks: Sequence[TrainerCallbac
             save_config(config, config.checkpoint_path / RUN_CONFIG)
         initial = prepare_initial_model(config)
         mining_model = config.model.init_from or resolve_backbone(config.model.backbone)
-        dataset, reports = load_training_data(config.data, mining_model, config.model.max_seq_length,
+        dataset, reports = load_training_data(config.data, mining_model, text_length(initial, config),
                                               config.checkpoint_path / "mined")
         if args.process_index == 0:
             check_data_unchanged(config.checkpoint_path, reports, resuming=last is not None)

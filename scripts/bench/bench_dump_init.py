@@ -35,13 +35,15 @@ SEEDED_INITS = ("mean", "cls", "normal")
 POOLINGS = ENCODER_POOLINGS  # the decoder study (--backbone decoder) pools the last token only
 
 
-def variants(sink_token: str | None, seeds: list[int], decoder: bool,
-             match_steps: int = 0) -> list[tuple[str, int, str, str | None, int]]:
+def variants(sink_token: str | None, seeds: list[int], decoder: bool, match_steps: int = 0,
+             dump_on_top: bool = False) -> list[tuple[str, int, str, str | None, int]]:
     """(name, K, init, init_token, seed) of every model of the study (decoders: no [CLS] to copy). With
-    ``match_steps``: K0 and the [SEP] copy matched to K=0 for that many steps, one model per seed."""
+    ``match_steps``: K0 and the [SEP] copy matched to K=0 for that many steps, one model per seed (``dump_on_top``:
+    names ending in -ontop, read at K more tokens)."""
     if match_steps:
-        return [("K0", 0, "sep", None, 0)] + [(f"K4-sep+match{match_steps}-seed{seed}", 4, f"sep+match{match_steps}",
-                                               None, seed) for seed in seeds]
+        suffix = "-ontop" if dump_on_top else ""
+        return [("K0", 0, "sep", None, 0)] + [(f"K4-sep+match{match_steps}-seed{seed}{suffix}", 4,
+                                               f"sep+match{match_steps}", None, seed) for seed in seeds]
     inits = [i for i in SEEDED_INITS if not (decoder and i == "cls")]
     rows = [("K0", 0, "sep", None, 0), ("K4-sep", 4, "sep", None, 0)]
     # seed-major, so that one seed of every init is in before the repeats
@@ -79,6 +81,7 @@ def score_model(name: str, k: int, init: str, token: str | None, seed: int, args
     from hf_dumpembed.model.builder import BuildOptions, build_dump_model
 
     decoder = args.backbone == "decoder"
+    max_length = args.max_length + (k if name.endswith("-ontop") else 0)  # the same text as K = 0 reads
     init, _, match = init.partition("+match")
     options = BuildOptions(num_dump_tokens=k, pooling="last" if decoder else "mean", init=init, init_token=token,
                            seed=seed, prompt=args.prompt, match_steps=int(match or 0))
@@ -89,8 +92,8 @@ def score_model(name: str, k: int, init: str, token: str | None, seed: int, args
     scores: dict[str, dict[str, float]] = {mode: {} for mode in (("last",) if decoder else POOLINGS)}
     for task, data in collections.items():
         query_ids, doc_ids = list(data.queries), list(data.corpus)
-        queries = pooled_vectors(model, tokenizer, [data.queries[i] for i in query_ids], args.max_length, args.batch)
-        docs = pooled_vectors(model, tokenizer, [data.document_text(i) for i in doc_ids], args.max_length, args.batch)
+        queries = pooled_vectors(model, tokenizer, [data.queries[i] for i in query_ids], max_length, args.batch)
+        docs = pooled_vectors(model, tokenizer, [data.document_text(i) for i in doc_ids], max_length, args.batch)
         for mode in scores:
             metrics = retrieval_metrics(queries[mode], docs[mode], query_ids, doc_ids, data.qrels)
             scores[mode][task] = float(metrics["ndcg_at_10"])
@@ -131,6 +134,7 @@ def table(results: dict[str, dict], names: list[tuple]) -> Table:
     for name, k, init, token, _ in names:
         shown = init if init != "token" else f"token {token!r}"
         label = "K=0 (the source itself)" if k == 0 else f"K=4 init {shown}"
+        label += f", +{k} positions (text as K=0)" if name.endswith("-ontop") else ""
         inits.setdefault(label, []).append(name)
     for mode in results["K0"]:
         base = statistics.mean(results["K0"][mode].values())
@@ -166,6 +170,10 @@ def main() -> None:
     parser.add_argument("--match-steps", type=int, default=0,
                         help="score only K0 and the sep init matched to K=0 for this many steps (`build "
                         "--match-steps`, default text: the stdlib train split), one model per --seeds")
+    parser.add_argument("--dump-on-top", action="store_true",
+                        help="with --match-steps: the K = 4 models read --max-length + 4 tokens, i.e. the same "
+                        "text as K = 0 (the build default since 2026-12-01); otherwise the [DUMP] tokens take 4 of "
+                        "the --max-length positions")
     parser.add_argument("--out", default="runs/bench_dump_init")
     parser.add_argument("--no-record", action="store_true", help="do not write the BENCHMARKS.md section record")
     parser.add_argument("--table-only", action="store_true",
@@ -188,7 +196,9 @@ def main() -> None:
         sink = None
     else:
         sink = sink_token(args, out) if not args.table_only else _cached_sink(out)
-    names = variants(sink, args.seeds, decoder, args.match_steps)
+    if args.dump_on_top and not args.match_steps:
+        parser.error("--dump-on-top needs --match-steps")
+    names = variants(sink, args.seeds, decoder, args.match_steps, args.dump_on_top)
     results_file = out / "results.json"
     results = json.loads(results_file.read_text()) if results_file.exists() else {}
     for name, k, init, token, seed in tqdm(names, desc="models", unit="model", disable=args.table_only):
@@ -205,12 +215,14 @@ def main() -> None:
 
         section = "dump-init" if not decoder else "dump-init-decoder"
         section += "-match" if args.match_steps else ""
-        order = 47 if args.match_steps else (46 if decoder else 45)
+        section += "-ontop" if args.dump_on_top else ""
+        order = 48 if args.dump_on_top else 47 if args.match_steps else (46 if decoder else 45)
         write_record(section, tables=[result], command=command_line(), order=order, machine=machine_info(),
                      date=date.today().isoformat(),
                      title="Untrained [DUMP] models: initialisation x pooling (K = 4 vs K = 0)"
                      + (" — SmolLM2-135M-Instruct" if decoder else "")
-                     + (" — [DUMP] rows matched to K = 0" if args.match_steps else ""))
+                     + (" — [DUMP] rows matched to K = 0" if args.match_steps else "")
+                     + (", [DUMP] tokens on top of the text" if args.dump_on_top else ""))
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ VARIANTS = {
     "K4-nodump-sep": (4, "mean_no_dump", "sep", None),
     "K4-nodump-sep-dlr1e-3": (4, "mean_no_dump", "sep", 1e-3),
     "K4-nodump-sep-match60": (4, "mean_no_dump", "sep+match60", None),  # rows matched to K = 0 first
+    "K4-nodump-sep-match60-ontop": (4, "mean_no_dump", "sep+match60", None),  # and K positions on top of the text's
     "K4-nodump-mean": (4, "mean_no_dump", "mean", None),
     "K4-mean-mean": (4, "mean", "mean", None),
     "K0-cls": (0, "cls", "sep", None),
@@ -53,6 +54,9 @@ VARIANTS = {
     "D4-last": (4, "last", "auto", None),
     "D4-last-dlr1e-3": (4, "last", "auto", 1e-3),
 }
+# Variants whose K [DUMP] tokens come on top of --max-length (the text keeps every position K = 0 has); every other
+# variant counts them inside --max-length, so its text is truncated K tokens earlier than K = 0's.
+DUMP_ON_TOP = {"K4-nodump-sep-match60-ontop"}
 TOP = 10  # nDCG@10 needs the top 10 of each ranking only
 
 
@@ -81,7 +85,7 @@ def run_config(args: argparse.Namespace, variant: str, seed: int, out: Path) -> 
     return {
         "model": {"backbone": "embedded:decoder" if variant.startswith("D") else "embedded:encoder",
                   "num_dump_tokens": k, "pooling": pooling, "init": init, "match_steps": int(match_steps or 0),
-                  "init_seed": 0, "max_seq_length": args.max_length},
+                  "init_seed": 0, "max_seq_length": args.max_length + (k if variant in DUMP_ON_TOP else 0)},
         "data": {"path": str(Path(args.data_dir) / "StdlibCodeTrain"), "format": "beir", "split": "train",
                  "name": "StdlibCodeTrain", "num_negatives": 1, "max_rows": args.rows or None, "sample_seed": 0,
                  "mining": mining},
@@ -169,6 +173,7 @@ def table(metrics: dict[str, dict[str, float]], variants: list[str], seeds: list
         k, pooling, init, dump_lr = VARIANTS[variant]
         label = ("SmolLM2 " if variant.startswith("D") else "") + f"K={k} {pooling}"
         label += (f", init {init}" if k else "") + (f", [DUMP] lr {dump_lr:g}" if dump_lr else "")
+        label += f", +{k} positions (text as K=0)" if variant in DUMP_ON_TOP else ""
         steps = {run_info[f"{variant}-seed{s}"]["steps"] for s in done if f"{variant}-seed{s}" in run_info}
         rows.append([label, len(done), steps.pop() if len(steps) == 1 else "-",
                      *(cell([r[t] for r in runs]) for t in TASKS),

@@ -156,6 +156,7 @@ class _QuickstartTraining(BaseModel):
     max_seq_length: StrictInt
     seed: StrictInt
     num_negatives: Any = None
+    dump_tokens_on_top: StrictBool = False  # max_seq_length counts text only; a K > 0 model reads K more tokens
 
 
 class _QuickstartProjection(BaseModel):
@@ -312,7 +313,8 @@ def record_from_quickstart(summary: dict[str, Any], path: Path | str = "<summary
               else f"all steps together {pipeline:.0f} s (the last invocation, {wall:.0f} s, resumed the others)")
     setup = (f"Mode: {run.mode}; {timing}. **Training text:** {training.rows} pairs "
              f"of `{training.data}`{negatives}, {budget} at batch {training.batch_size}, max length "
-             f"{training.max_seq_length}, seed {training.seed}, the same recipe for every trained model. "
+             f"{training.max_seq_length}{' text tokens (+ K [DUMP] tokens)' if training.dump_tokens_on_top else ''}, "
+             f"seed {training.seed}, the same recipe for every trained model. "
              f"**Projection:** {projection.method} to {projection.dim} dimensions, fitted on "
              f"{projection.num_texts} texts of `{projection.corpus}`. **Evaluation text** (never trained "
              f"on): {', '.join(run.tasks)}.")
