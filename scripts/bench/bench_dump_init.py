@@ -39,11 +39,13 @@ def variants(sink_token: str | None, seeds: list[int], decoder: bool, match_step
              dump_on_top: bool = False) -> list[tuple[str, int, str, str | None, int]]:
     """(name, K, init, init_token, seed) of every model of the study (decoders: no [CLS] to copy). With
     ``match_steps``: K0 and the [SEP] copy matched to K=0 for that many steps, one model per seed (``dump_on_top``:
-    names ending in -ontop, read at K more tokens)."""
+    names ending in -ontop, read at K more tokens; and K0-short, K = 0 read 4 tokens shorter: what the text of a
+    K = 4 model got when its prefix took 4 of the positions)."""
     if match_steps:
         suffix = "-ontop" if dump_on_top else ""
-        return [("K0", 0, "sep", None, 0)] + [(f"K4-sep+match{match_steps}-seed{seed}{suffix}", 4,
-                                               f"sep+match{match_steps}", None, seed) for seed in seeds]
+        short = [("K0-short", 0, "sep", None, 0)] if dump_on_top else []
+        return [("K0", 0, "sep", None, 0), *short] + [(f"K4-sep+match{match_steps}-seed{seed}{suffix}", 4,
+                                                       f"sep+match{match_steps}", None, seed) for seed in seeds]
     inits = [i for i in SEEDED_INITS if not (decoder and i == "cls")]
     rows = [("K0", 0, "sep", None, 0), ("K4-sep", 4, "sep", None, 0)]
     # seed-major, so that one seed of every init is in before the repeats
@@ -82,6 +84,7 @@ def score_model(name: str, k: int, init: str, token: str | None, seed: int, args
 
     decoder = args.backbone == "decoder"
     max_length = args.max_length + (k if name.endswith("-ontop") else 0)  # the same text as K = 0 reads
+    max_length -= 4 if name == "K0-short" else 0
     init, _, match = init.partition("+match")
     options = BuildOptions(num_dump_tokens=k, pooling="last" if decoder else "mean", init=init, init_token=token,
                            seed=seed, prompt=args.prompt, match_steps=int(match or 0))
@@ -134,6 +137,7 @@ def table(results: dict[str, dict], names: list[tuple]) -> Table:
     for name, k, init, token, _ in names:
         shown = init if init != "token" else f"token {token!r}"
         label = "K=0 (the source itself)" if k == 0 else f"K=4 init {shown}"
+        label = "K=0 read 4 tokens shorter" if name == "K0-short" else label
         label += f", +{k} positions (text as K=0)" if name.endswith("-ontop") else ""
         inits.setdefault(label, []).append(name)
     for mode in results["K0"]:
