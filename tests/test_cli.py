@@ -83,7 +83,8 @@ def test_user_errors_exit_with_a_message(tiny_bert, tmp_path):
     with pytest.raises(SystemExit) as exit_info:  # argparse rejects an unknown choice
         main(["build", str(tiny_bert), str(tmp_path / "x"), "--pooling", "avg"])
     assert exit_info.value.code == 2
-    with pytest.raises(SystemExit, match="Could not load the backbone"):
+    # A local path that does not exist says so (not "Repo id must be in the form ..." from the Hub client).
+    with pytest.raises(SystemExit, match="missing: no such folder"):
         main(["build", str(tmp_path / "missing"), str(tmp_path / "y")])
 
 

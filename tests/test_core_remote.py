@@ -392,15 +392,15 @@ def test_transformers_version_floor() -> None:
 
 
 @pytest.mark.parametrize(("field", "value", "message"), [
-    ("pooling", "max", "pooling must be one of"),
+    ("pooling", "maximum", "pooling must be one of"),
     ("num_dump_tokens", True, "num_dump_tokens must be int; got True"),
     ("num_dump_tokens", -1, "num_dump_tokens must be an integer >= 0"),
     ("dump_token_ids", [30, -1], "dump_token_ids must be non-negative"),
     ("dump_token_ids", [30, True], "dump_token_ids must be non-negative"),
     ("dump_token_ids", [30, 31, 32], "must list exactly num_dump_tokens=2 ids; got 3"),
     ("dump_token_offset", -1, "dump_token_offset must be >= 0; got -1"),
-    ("projection_dim", 0, "projection_dim must be between 1 and the backbone hidden size 8; got 0"),
-    ("projection_dim", 9, "hidden size 8; got 9"),
+    ("projection_dim", 0, "projection_dim must be between 1 and the pooled embedding size 8; got 0"),
+    ("projection_dim", 9, "embedding size 8; got 9"),
     ("normalize", 1, r"normalize must be bool; got 1 \(int\)"),
     ("base_model", 3, "base_model must be str or None"),
     ("prompt_mode", "chat", "prompt_mode must be one of"),

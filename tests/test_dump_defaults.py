@@ -44,9 +44,13 @@ def test_pooling_without_a_source_config_is_cls_or_last_and_explicit_wins(tiny_b
     assert (model.config.pooling, model.config.pooling_reason) == ("cls", "set explicitly")
 
 
-def test_unsupported_source_pooling_is_refused_with_the_fix(tiny_bert, tmp_path):
+def test_every_single_stock_pooling_mode_is_taken_and_a_concatenation_is_refused_with_the_fix(tiny_bert, tmp_path):
     source = _as_st_folder(tiny_bert, tmp_path / "source", "max_tokens")
-    with pytest.raises(ValueError, match="--pooling"):
+    assert build_dump_model(source, BuildOptions(num_dump_tokens=0))[0].config.pooling == "max"
+    config_path = source / "1_Pooling" / "config.json"
+    config = json.loads(config_path.read_text())
+    config_path.write_text(json.dumps({**config, "pooling_mode_cls_token": True}))  # cls and max, concatenated
+    with pytest.raises(ValueError, match=r"concatenates several pooling modes \['cls', 'max'\].*--pooling"):
         build_dump_model(source, BuildOptions())
 
 

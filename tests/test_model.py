@@ -86,6 +86,12 @@ def test_projection_is_stored_in_safetensors_and_kept_fp32(bert_dump_model):
     tokenizer = AutoTokenizer.from_pretrained(str(bert_dump_model), trust_remote_code=True)
     with torch.no_grad():
         out = model(**tokenizer(TEXTS, padding=True, return_tensors="pt"))
+    # No fitted projection: the output keeps the backbone's dtype, as a stock sentence-transformers Normalize does
+    # (so a bf16 K = 0 folder gives its bf16 source's vectors); a fitted projection runs in fp32 (below).
+    assert out.sentence_embedding.dtype == torch.bfloat16
+    model.projection.mean.fill_(0.5)
+    with torch.no_grad():
+        out = model(**tokenizer(TEXTS, padding=True, return_tensors="pt"))
     assert out.sentence_embedding.dtype == torch.float32
 
 

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from .._utils.console import say
+from ..remote.configuration_dumpembed import POOLING_MODES
 
 
 def _build(args: argparse.Namespace) -> None:
@@ -18,6 +19,8 @@ def _build(args: argparse.Namespace) -> None:
         init=args.init,
         init_token=args.init_token,
         max_seq_length=args.max_seq_length,
+        normalize=args.normalize,
+        dtype=args.dtype,
         seed=args.seed,
         prompt=args.prompt,
         match_steps=args.match_steps,
@@ -91,10 +94,18 @@ def _add_build(commands: argparse._SubParsersAction) -> None:
     build.add_argument("out", help="output folder (must not exist or be empty, unless --overwrite)")
     build.add_argument("--dump-tokens", type=int, default=4, metavar="K",
                        help="number of [DUMP] tokens; 0 builds the plain baseline (default: 4)")
-    build.add_argument("--pooling", choices=["auto", "cls", "last", "mean", "mean_no_dump"], default="auto",
+    build.add_argument("--pooling", choices=["auto", *POOLING_MODES], default="auto",
                        help="auto (default): the source's own sentence-transformers pooling (mean becomes "
                        "mean_no_dump, the mean without the [DUMP] slots, when K > 0), else cls for encoders and "
-                       "last for decoders. The choice and the reason are printed and shown in the card")
+                       "last for decoders. cls, last (= lasttoken), mean, max, mean_sqrt_len_tokens and weightedmean "
+                       "compute what sentence-transformers' Pooling does. The choice and the reason are printed and "
+                       "shown in the card")
+    build.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default=None,
+                       help="dtype of the backbone's weights in the folder (default: the source's own, e.g. bf16 "
+                       "stays bf16); the projection always stays fp32")
+    build.add_argument("--normalize", action=argparse.BooleanOptionalAction, default=None,
+                       help="L2-normalise the output (default: as the source: a sentence-transformers source "
+                       "normalises when its modules end in Normalize; any other backbone normalises)")
     build.add_argument("--init", choices=["auto", "sep", "mean", "cls", "normal", "token"], default="auto",
                        help="[DUMP] row init: auto (default) = the measured least harmful start: sep for encoders, "
                        "normal for decoders; sep = exact copy of [SEP]/EOS, an attention sink; "

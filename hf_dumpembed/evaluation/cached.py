@@ -112,7 +112,8 @@ def apply_head(model: Any, vectors: np.ndarray, batch_size: int = 8192) -> np.nd
 def check_unprojected(model_dir: str | Path) -> None:
     """Refuse a folder whose output is not its unit-length pooled state (heads of fitted folders expect that)."""
     config = json.loads((Path(model_dir) / "config.json").read_text())
-    hidden = (config.get("text_config") or {}).get("hidden_size")
+    dense = config.get("dense_layers") or []
+    hidden = dense[-1]["out_features"] if dense else (config.get("text_config") or {}).get("hidden_size")
     if config.get("projection_info") or config.get("projection_dim") not in (None, hidden) or not config.get(
             "normalize", True):
         raise ValueError(f"{model_dir} already has a projection (or no L2 normalisation): encode with the folder the "

@@ -15,13 +15,15 @@ from transformers import AutoModel, AutoTokenizer, PretrainedConfig, PreTrainedM
 from .._utils.atomic import output_lock
 from .._utils.folders import check_output_dir, staged_output
 from .._utils.public_paths import public_path
+from ..remote.configuration_dumpembed import POOLING_MODES
 from ..data.assets import embedded_hub_id
 from ..remote import DumpEmbedConfig, DumpEmbedModel
-from ..remote.modeling_dumpembed import DumpProjection
+from ..remote.modeling_dumpembed import DumpDense, DumpProjection
 from .backbone import is_decoder_backbone
 from .card import write_card
 from .dump_match import DEFAULT_MATCH_MAX_LENGTH, DEFAULT_MATCH_STEPS, match_dump_rows
 from .embeddings import DumpInit, copy_source_token_id, grow_embeddings, init_dump_rows, resolve_init
+from .source_stack import SourceStack, read_source_stack
 from .st_files import write_sentence_transformers_files
 from .tokenizer import add_dump_tokens, save_dump_tokenizer
 
@@ -31,20 +33,14 @@ logger = logging.getLogger(__name__)
 MAX_DUMP_TOKENS = 1024
 
 
-class Pooling(str, Enum):
-    """Pooling of the backbone's last hidden states: [CLS], last token, mean, or mean without the [DUMP] slots."""
-
-    CLS = "cls"
-    LAST = "last"
-    MEAN = "mean"
-    MEAN_NO_DUMP = "mean_no_dump"
-
-
-# sentence-transformers Pooling modes we can reproduce exactly (the others are refused by `source_pooling`).
-_ST_POOLING_MODES = {"pooling_mode_cls_token": Pooling.CLS, "pooling_mode_lasttoken": Pooling.LAST,
-                     "pooling_mode_mean_tokens": Pooling.MEAN}
+# The pooling modes, derived from their one definition in the remote config (every stock sentence-transformers mode
+# and mean_no_dump): Pooling.CLS == "cls", Pooling.LAST == "last", Pooling.MEAN_NO_DUMP == "mean_no_dump", ...
+Pooling = Enum("Pooling", {mode.upper(): mode for mode in POOLING_MODES}, type=str)
+Pooling.__doc__ = "Pooling of the backbone's last hidden states (see DumpEmbedConfig's `pooling`)."
 # What a source's mean pooling becomes once K > 0 [DUMP] tokens are prepended (chosen from BENCHMARKS.md's study).
 MEAN_POOLING_WITH_DUMP = Pooling.MEAN_NO_DUMP
+# --dtype values: the backbone's weights as stored (None: the source's own dtype).
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 @dataclass(frozen=True)
@@ -60,7 +56,10 @@ class BuildOptions:
         max_seq_length: longest tokenized input, [DUMP] and special tokens included; None takes the backbone's
             sentence-transformers setting (else the tokenizer's `model_max_length` capped at the position limit)
             plus K, so that the [DUMP] tokens do not shorten the text (as far as the position limit allows).
-        normalize: L2-normalise the output embedding.
+        normalize: L2-normalise the output embedding; None (auto) follows the source: a sentence-transformers
+            source normalises when its stack ends in Normalize, any other backbone normalises.
+        dtype: the backbone's weights in the folder (``float32``, ``bfloat16``, ``float16``); None keeps the
+            source's own dtype. The [DUMP] rows follow the backbone; the projection stays fp32.
         seed: seed of the [DUMP] row initialisation noise.
         prompt: compose a zero-shot prompt (``prompteol`` or ``echo``) around every text inside the model
             (causal LMs; PromptEOL pools the last token).
@@ -77,7 +76,8 @@ class BuildOptions:
     init: DumpInit = DumpInit.AUTO
     init_token: str | None = None
     max_seq_length: int | None = None
-    normalize: bool = True
+    normalize: bool | None = None
+    dtype: str | None = None
     seed: int = 0
     prompt: str | None = None
     match_steps: int | None = None
@@ -97,6 +97,8 @@ class BuildOptions:
         if self.pooling is not None:
             object.__setattr__(self, "pooling", _choice(Pooling, self.pooling, "pooling"))
         object.__setattr__(self, "init", _choice(DumpInit, self.init, "init"))
+        if self.dtype is not None and self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {tuple(DTYPES)} or None (the source's own); got {self.dtype!r}.")
         if self.prompt is not None:
             from .prompting import prompt_mode
 
@@ -118,33 +120,15 @@ def _choice(enum: type[Enum], value: object, name: str) -> Enum:
 
 def source_pooling(backbone: str, revision: str | None = None) -> Pooling | None:
     """The Pooling mode of a sentence-transformers folder/repo (None when the source is not one)."""
-    modules_file = load_file_path(backbone, "modules.json", revision=revision)
-    if modules_file is None:
-        return None
-    for module in json.loads(Path(modules_file).read_text()):
-        if not str(module.get("type", "")).endswith("Pooling"):
-            continue
-        config_file = load_file_path(backbone, f"{module.get('path', '')}/config.json".lstrip("/"), revision=revision)
-        if config_file is None:
-            return None
-        config = json.loads(Path(config_file).read_text())
-        if "pooling_mode" in config:  # newer sentence-transformers spell it as one string
-            config = {f"pooling_mode_{config['pooling_mode']}": True}
-        active = [key for key, value in config.items() if key.startswith("pooling_mode_") and value]
-        if len(active) == 1 and active[0] in _ST_POOLING_MODES:
-            return _ST_POOLING_MODES[active[0]]
-        raise ValueError(
-            f"{backbone!r} pools with {active or 'no mode'} in its sentence-transformers config; DumpEmbed "
-            "reproduces cls, lasttoken and mean. Pass --pooling cls|last|mean|mean_no_dump to choose one."
-        )
-    return None
+    stack = read_source_stack(backbone, revision)
+    return None if stack is None else Pooling(stack.pooling)
 
 
-def choose_pooling(options: BuildOptions, backbone: str, decoder: bool, revision: str | None) -> tuple[Pooling, str]:
+def choose_pooling(options: BuildOptions, stack: SourceStack | None, decoder: bool) -> tuple[Pooling, str]:
     """(pooling, why): the explicit option, else the source's own sentence-transformers pooling, else cls/last."""
     if options.pooling is not None:
         return options.pooling, "set explicitly"
-    source = source_pooling(backbone, revision)
+    source = None if stack is None else Pooling(stack.pooling)
     if source is Pooling.MEAN and options.num_dump_tokens > 0:
         return MEAN_POOLING_WITH_DUMP, (
             "the source's sentence-transformers Pooling is mean; with K > 0 the mean leaves the [DUMP] slots out"
@@ -158,14 +142,13 @@ def choose_pooling(options: BuildOptions, backbone: str, decoder: bool, revision
 
 
 def source_max_seq_length(
-    backbone: str, tokenizer: PreTrainedTokenizerBase, config: PretrainedConfig, revision: str | None
+    stack: SourceStack | None, tokenizer: PreTrainedTokenizerBase, config: PretrainedConfig
 ) -> int:
-    """sentence-transformers' `max_seq_length` of the backbone if it has one, else the tokenizer/position limit."""
-    st_config = load_file_path(backbone, "sentence_bert_config.json", revision=revision)
-    if st_config is not None:
-        value = json.loads(Path(st_config).read_text()).get("max_seq_length")
-        if value:
-            return int(value)
+    """sentence-transformers' `max_seq_length` of the source: its legacy sentence_bert_config.json value, else
+    (sentence-transformers 5+ keeps it in the tokenizer) the tokenizer's `model_max_length` within the position
+    limit."""
+    if stack is not None and stack.max_seq_length:
+        return stack.max_seq_length
     limits = [tokenizer.model_max_length, getattr(config, "max_position_embeddings", None)]
     finite = [int(x) for x in limits if x is not None and x < 1_000_000]
     return min(finite) if finite else 512
@@ -189,49 +172,116 @@ def ensure_pad_token(tokenizer: PreTrainedTokenizerBase) -> None:
     logger.info("The tokenizer has no pad token; padding with its EOS token %r", tokenizer.eos_token)
 
 
-def load_backbone(backbone: str | Path, revision: str | None = None) -> tuple[torch.nn.Module, PreTrainedTokenizerBase]:
-    """Load the backbone (AutoModel, float32) and its tokenizer from a local folder or a Hub id."""
+def refuse_dumpembed_source(backbone: str | Path, revision: str | None = None) -> None:
+    """Raise ValueError when ``backbone`` is a DumpEmbed folder already (build from its original backbone)."""
+    config_file = load_file_path(str(backbone), "config.json", revision=revision)
+    if config_file is not None:
+        config = json.loads(Path(config_file).read_text(encoding="utf-8"))
+        if config.get("model_type") == DumpEmbedConfig.model_type:
+            raise ValueError(f"{str(backbone)!r} is already a DumpEmbed model; build from its original backbone "
+                             "instead.")
+
+
+def load_backbone(backbone: str | Path, revision: str | None = None, dtype: str | None = None,
+                  subfolder: str = "") -> tuple[torch.nn.Module, PreTrainedTokenizerBase]:
+    """Load the backbone (AutoModel, safetensors only, in ``dtype`` or the source's own) and its tokenizer from a
+    local folder or a Hub id. ``subfolder`` is where a sentence-transformers source keeps its transformer."""
     name = str(backbone)
+    if "/" in name and not Path(name).exists() and (name.startswith((".", "/", "~")) or name.count("/") > 1):
+        raise FileNotFoundError(f"{name}: no such folder. Give an existing local model folder or a Hub id "
+                                "(owner/name).")
+    folder = str(Path(name) / subfolder) if subfolder else name
     try:
-        config_dict, _ = PretrainedConfig.get_config_dict(name, revision=revision)
+        config_dict, _ = PretrainedConfig.get_config_dict(folder, revision=revision)
         if config_dict.get("model_type") == DumpEmbedConfig.model_type:
             raise ValueError(f"{name!r} is already a DumpEmbed model; build from its original backbone instead.")
-        tokenizer = AutoTokenizer.from_pretrained(name, revision=revision)
-        model = AutoModel.from_pretrained(name, revision=revision, dtype=torch.float32)
+        tokenizer = AutoTokenizer.from_pretrained(folder, revision=revision)
+        model = AutoModel.from_pretrained(folder, revision=revision, dtype=DTYPES[dtype] if dtype else "auto",
+                                          use_safetensors=True)
     except OSError as error:
         raise OSError(
-            f"Could not load the backbone {name!r}: {error}\nGive a local model folder, or a Hub id on a machine "
+            f"Could not load the backbone {name!r}: {error}\nGive a local model folder with model.safetensors "
+            "(pickled weights are never loaded: re-save the model with save_pretrained), or a Hub id on a machine "
             "that can reach the Hub (HF_HUB_OFFLINE must be unset)."
         ) from error
+    except ValueError as error:
+        if "trust_remote_code" in str(error) or "custom code" in str(error):
+            raise ValueError(
+                f"{name!r} needs its own modeling code (trust_remote_code), which DumpEmbed does not wrap: a folder "
+                "must load with transformers' own classes so that it stays self-contained. Use a checkpoint of the "
+                f"same model in a transformers architecture if one exists. ({error})"
+            ) from None
+        raise
     return model, tokenizer
 
 
-def wrap_backbone(config: DumpEmbedConfig, backbone: PreTrainedModel) -> DumpEmbedModel:
-    """A `DumpEmbedModel` around an already loaded backbone, without allocating a second copy of its weights."""
+def wrap_backbone(config: DumpEmbedConfig, backbone: PreTrainedModel,
+                  dense: tuple[torch.Tensor, torch.Tensor] | None = None) -> DumpEmbedModel:
+    """A `DumpEmbedModel` around an already loaded backbone, without allocating a second copy of its weights;
+    ``dense`` is the source's folded Dense map (weight (in, out), bias) when it has one."""
     with torch.device("meta"):
         model = DumpEmbedModel(config)
     model.backbone = backbone
-    model.projection = DumpProjection(config.hidden_size, config.projection_dim)
+    model.projection = DumpProjection(config.embedding_size, config.projection_dim)
+    if dense is not None:
+        model.pooled_dense = DumpDense(*dense[0].shape)
+        model.pooled_dense.weight.copy_(dense[0])
+        model.pooled_dense.bias.copy_(dense[1])
     return model.eval()
+
+
+def source_settings(stack: SourceStack | None, tokenizer: PreTrainedTokenizerBase, hidden_size: int
+                    ) -> dict[str, object]:
+    """The config fields that carry a sentence-transformers source's behaviour over: prompts, default prompt,
+    similarity, ``include_prompt`` (with each prompt's tokens, for sentence-transformers' prompt_length rule) and the
+    Dense layers. Prompts are text: they follow the [DUMP] tokens, which the tokenizer's template puts right after
+    [CLS]/BOS, so the [DUMP] slots sit at the same positions whatever the prompt."""
+    if stack is None:
+        return {}
+    if stack.dense and stack.dense[0].in_features != hidden_size:
+        raise ValueError(f"the source's first Dense layer reads {stack.dense[0].in_features} features; its backbone "
+                         f"gives {hidden_size}.")
+    excluded = [] if stack.include_prompt else prompt_token_ids(tokenizer, stack.prompts.values())
+    return {
+        "prompts": dict(stack.prompts), "default_prompt_name": stack.default_prompt_name,
+        "similarity_fn_name": stack.similarity_fn_name, "include_prompt": stack.include_prompt,
+        "prompt_token_ids_excluded": excluded, "dense_layers": [layer.describe() for layer in stack.dense],
+    }
+
+
+def prompt_token_ids(tokenizer: PreTrainedTokenizerBase, prompts: object) -> list[list[int]]:
+    """Each non-empty prompt as sentence-transformers measures it: tokenized alone with the special tokens (and the
+    [DUMP] prefix), a trailing special token dropped."""
+    special = set(tokenizer.all_special_ids)
+    out = []
+    for prompt in prompts:
+        if not prompt:
+            continue  # sentence-transformers measures no prompt_length for an empty prompt
+        ids = list(tokenizer(prompt)["input_ids"])
+        if ids and ids[-1] in special:
+            ids = ids[:-1]
+        out.append(ids)
+    return out
 
 
 def build_dump_model(
     backbone: str | Path, options: BuildOptions = BuildOptions(), revision: str | None = None
 ) -> tuple[DumpEmbedModel, PreTrainedTokenizerBase]:
     """Wrap a backbone as a `DumpEmbedModel` with K [DUMP] tokens; returns the model and its tokenizer."""
-    model, tokenizer = load_backbone(backbone, revision)
+    refuse_dumpembed_source(backbone, revision)
+    stack = read_source_stack(backbone, revision)
+    model, tokenizer = load_backbone(backbone, revision, options.dtype, stack.transformer_path if stack else "")
     if getattr(model.config, "is_encoder_decoder", False):
         raise ValueError(
             f"{backbone!r} is an encoder-decoder model ({model.config.model_type}); DumpEmbed wraps encoders and "
             "decoders only. Save its encoder on its own (e.g. T5EncoderModel) and build from that folder."
         )
     decoder = is_decoder_backbone(model.config)
-    pooling, pooling_reason = choose_pooling(options, str(backbone), decoder, revision)
+    pooling, pooling_reason = choose_pooling(options, stack, decoder)
     logger.warning("Pooling: %s (%s)", pooling.value, pooling_reason)
     position_limit = getattr(model.config, "max_position_embeddings", None)
     max_seq_length = options.max_seq_length or default_max_seq_length(
-        source_max_seq_length(str(backbone), tokenizer, model.config, revision), options.num_dump_tokens,
-        position_limit)
+        source_max_seq_length(stack, tokenizer, model.config), options.num_dump_tokens, position_limit)
     if position_limit is not None and max_seq_length > position_limit:
         raise ValueError(
             f"max_seq_length={max_seq_length} exceeds the backbone's position limit {position_limit}; "
@@ -262,20 +312,22 @@ def build_dump_model(
 
     base_model = embedded_hub_id(backbone) or public_path(backbone)
     model.config._name_or_path = base_model  # no local path in config.json
+    normalize = options.normalize if options.normalize is not None else (stack.normalize if stack else True)
     config = DumpEmbedConfig(
         text_config=model.config,
         num_dump_tokens=options.num_dump_tokens,
         dump_token_ids=list(dump.ids),
         dump_token_offset=dump.offset,
         pooling=pooling.value,
-        normalize=options.normalize,
+        normalize=normalize,
         base_model=base_model,
         dump_init=dump_init,
         pooling_reason=pooling_reason,
+        **source_settings(stack, tokenizer, model.config.hidden_size),
     )
-    dump_model = wrap_backbone(config, model)
+    dump_model = wrap_backbone(config, model, stack.folded_dense() if stack else None)
     if match_steps:
-        _match_rows(dump_model, tokenizer, backbone, revision, options, match_steps,
+        _match_rows(dump_model, tokenizer, backbone, revision, options, match_steps, stack,
                     max_length=min(DEFAULT_MATCH_MAX_LENGTH, max_seq_length - options.num_dump_tokens))
     if options.prompt is not None:
         from .prompting import set_prompt_mode
@@ -301,9 +353,10 @@ def resolve_match_steps(match_steps: int | None, num_dump_tokens: int, decoder: 
 
 
 def _match_rows(model: DumpEmbedModel, tokenizer: PreTrainedTokenizerBase, backbone: str | Path,
-                revision: str | None, options: BuildOptions, steps: int, max_length: int) -> None:
+                revision: str | None, options: BuildOptions, steps: int, stack: SourceStack | None,
+                max_length: int) -> None:
     """Fit the [DUMP] rows to reproduce the K = 0 source (`dump_match.match_dump_rows`)."""
-    source, source_tokenizer = load_backbone(backbone, revision)
+    source, source_tokenizer = load_backbone(backbone, revision, options.dtype, stack.transformer_path if stack else "")
     ensure_pad_token(source_tokenizer)
     source_tokenizer.padding_side = tokenizer.padding_side
     if options.match_texts is not None:
@@ -329,7 +382,7 @@ def save_dump_model(
     with staged_output(out_dir, overwrite=overwrite) as staging:
         model.save_pretrained(staging, safe_serialization=True)
         save_dump_tokenizer(tokenizer, staging, max_length=tokenizer.model_max_length)
-        write_sentence_transformers_files(staging)
+        write_sentence_transformers_files(staging, model.config)
         write_card(staging, model_id=public_path(out_dir))
     return Path(out_dir)
 

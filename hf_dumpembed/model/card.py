@@ -15,13 +15,13 @@ from huggingface_hub import ModelCard, ModelCardData
 
 from .._utils.tables import render_markdown
 from ..data.assets import EMBEDDED_MODELS
+from ..remote.configuration_dumpembed import POOLING_DESCRIPTIONS
 from .backbone import is_decoder_folder
 from .exportable import stock_export_blocker
 
 TEMPLATE = Path(__file__).resolve().parent.parent / "model_cards" / "dumpembed.md"
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
-POOLING_TEXT = {"cls": "[CLS]", "last": "last-token", "mean": "mean",
-                "mean_no_dump": "mean over every token except the [DUMP] slots"}
+POOLING_TEXT = POOLING_DESCRIPTIONS
 INIT_TEXT = {
     "mean": "mean of the vocabulary embedding rows plus small Gaussian noise",
     "cls": "copy of the [CLS]/BOS embedding row plus small Gaussian noise",

@@ -8,7 +8,6 @@ sentence-transformers 3.x-6.x and transformers 4.x-5.x all read (see stock_compa
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +22,7 @@ from .._utils.folders import check_output_dir, staged_output
 from ..remote import DumpEmbedModel
 from .exportable import ST_POOLING, stock_export_blocker
 from .folder_check import require_dumpembed_folder
-from .st_files import DEFAULT_PROMPTS
+from .st_files import st_settings
 from .stock_compat import make_portable
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
@@ -35,6 +34,15 @@ def projection_is_identity(model: DumpEmbedModel) -> bool:
     if matrix.shape[0] != matrix.shape[1]:
         return False
     return bool(torch.equal(matrix, torch.eye(matrix.shape[0], dtype=matrix.dtype)) and not mean.any())
+
+
+def source_dense_as_dense(model: DumpEmbedModel) -> Dense | None:
+    """The source's folded Dense layers (``x @ weight + bias``) as one stock linear Dense; None without them."""
+    if model.pooled_dense is None:
+        return None
+    weight, bias = model.pooled_dense.weight.detach().float(), model.pooled_dense.bias.detach().float()
+    return Dense(in_features=weight.shape[0], out_features=weight.shape[1], bias=True,
+                 activation_function=torch.nn.Identity(), init_weight=weight.T.contiguous(), init_bias=bias.clone())
 
 
 def projection_as_dense(model: DumpEmbedModel) -> Dense:
@@ -66,7 +74,7 @@ def export_stock_st(model_dir: str | Path, out_dir: str | Path, overwrite: bool 
 
 
 def _export(model_dir: Path, out_dir: str | Path, overwrite: bool, check: Callable[[Path], None] | None) -> Path:
-    model = DumpEmbedModel.from_pretrained(model_dir, dtype=torch.float32)
+    model = DumpEmbedModel.from_pretrained(model_dir, dtype="auto")  # the backbone keeps the folder's dtype
     blocker = stock_export_blocker(model.config.to_dict())
     if blocker is not None:
         rebuild = "" if model.config.prompt_mode is not None else (
@@ -83,15 +91,19 @@ def _export(model_dir: Path, out_dir: str | Path, overwrite: bool, check: Callab
         transformer = Transformer(str(backbone_dir))
         modules: list[torch.nn.Module] = [
             transformer,
-            Pooling(transformer.get_embedding_dimension(), ST_POOLING[model.config.pooling]),
+            Pooling(transformer.get_embedding_dimension(), ST_POOLING[model.config.pooling],
+                    include_prompt=model.config.include_prompt),
         ]
+        dense = source_dense_as_dense(model)
+        if dense is not None:
+            modules.append(dense)
         if not projection_is_identity(model):
             if model.config.normalize_pooled:  # fitted maps read the unit-length pooled embedding
                 modules.append(Normalize())
             modules.append(projection_as_dense(model))
         if model.config.normalize:
             modules.append(Normalize())
-        stock = SentenceTransformer(modules=modules, prompts=_saved_prompts(model_dir), similarity_fn_name="cosine")
+        stock = SentenceTransformer(modules=modules, **st_settings(model.config))
         stock.save(str(staging))
         shutil.rmtree(backbone_dir)
         (staging / "README.md").unlink(missing_ok=True)  # the model card is rendered by `hf-dumpembed card`
@@ -102,11 +114,3 @@ def _export(model_dir: Path, out_dir: str | Path, overwrite: bool, check: Callab
         if check is not None:
             check(staging)
     return Path(out_dir)
-
-
-def _saved_prompts(model_dir: Path) -> dict[str, str]:
-    """The prompts of the DumpEmbed folder's sentence-transformers config (the defaults if it has none)."""
-    path = model_dir / "config_sentence_transformers.json"
-    if not path.exists():
-        return dict(DEFAULT_PROMPTS)
-    return json.loads(path.read_text()).get("prompts") or dict(DEFAULT_PROMPTS)

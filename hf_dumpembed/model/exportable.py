@@ -8,8 +8,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-# DumpEmbed pooling -> sentence-transformers Pooling mode (both are safe under left and right padding).
-ST_POOLING = {"cls": "cls", "last": "lasttoken", "mean": "mean"}
+from ..remote.configuration_dumpembed import ST_POOLING_MODES
+
+# DumpEmbed pooling -> sentence-transformers Pooling mode, for the modes stock Pooling computes exactly.
+ST_POOLING = {ours: st for ours, st in ST_POOLING_MODES.items() if st is not None}
 
 
 def stock_export_blocker(config: Mapping[str, Any]) -> str | None:

@@ -326,5 +326,10 @@ def load_for_export(model_dir: Path):
         raise ValueError(f"{model_dir} composes a {model.config.prompt_mode!r} prompt inside the model (a data-"
                          "dependent rewrite of the token ids), which one ONNX graph cannot express; serve it with "
                          "transformers or sentence-transformers (trust_remote_code=True).")
+    if not model.config.include_prompt and model.config.prompt_token_ids_excluded:
+        raise ValueError(f"{model_dir} leaves its prompts out of the pooling (include_prompt=False), found by "
+                         "matching each row's first tokens, which one ONNX graph does not do; export it with "
+                         "`hf-dumpembed export-st` (stock Pooling reads the prompt length) or serve it with "
+                         "trust_remote_code=True.")
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir), trust_remote_code=True)  # the folder being exported
     return model, tokenizer

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,8 +23,18 @@ SAMPLE_TEXTS = (
 MTEB_METADATA_TASK = "NQHardNegatives"
 
 
-def encode_with_automodel(model_dir: str | Path, texts: list[str], batch_size: int = 32) -> np.ndarray:
-    """`AutoModel.from_pretrained(..., trust_remote_code=True)` + its own tokenizer; right padding."""
+def document_prompt(model_dir: str | Path) -> str:
+    """The prompt sentence-transformers' `encode_document` prepends for this folder ("" when it has none)."""
+    path = Path(model_dir) / "config_sentence_transformers.json"
+    if not path.is_file():
+        return ""
+    return (json.loads(path.read_text(encoding="utf-8")).get("prompts") or {}).get("document") or ""
+
+
+def encode_with_automodel(model_dir: str | Path, texts: list[str], batch_size: int = 32,
+                          prompt: str = "") -> np.ndarray:
+    """`AutoModel.from_pretrained(..., trust_remote_code=True)` + its own tokenizer; right padding; ``prompt``
+    prepended to every text (as sentence-transformers prepends a named prompt)."""
     from transformers import AutoModel, AutoTokenizer
 
     model = AutoModel.from_pretrained(str(model_dir), trust_remote_code=True).eval()
@@ -31,7 +42,7 @@ def encode_with_automodel(model_dir: str | Path, texts: list[str], batch_size: i
     chunks = []
     with torch.inference_mode():
         for start in range(0, len(texts), batch_size):
-            chunk = list(texts[start : start + batch_size])
+            chunk = [prompt + text for text in texts[start : start + batch_size]]
             batch = tokenizer(chunk, padding=True, truncation=True, return_tensors="pt")
             chunks.append(model(**batch).sentence_embedding.float().numpy())
     return np.concatenate(chunks)
@@ -126,7 +137,7 @@ def check_load_paths(
     texts = list(texts)
     if not texts or not all(isinstance(t, str) for t in texts):
         raise ValueError("texts must be a non-empty list of strings.")
-    reference = encode_with_automodel(model_dir, texts)
+    reference = encode_with_automodel(model_dir, texts, prompt=document_prompt(model_dir))
     others = {"sentence-transformers": encode_with_sentence_transformers(model_dir, texts)}
     if include_mteb:
         others["mteb"] = encode_with_mteb(model_dir, texts)

@@ -56,7 +56,7 @@ def encode_corpus(model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, te
     returns all of them."""
     rank, world = _rank_and_world()
     shard = texts[rank::world]
-    stats = StreamingStats(model.config.hidden_size)
+    stats = StreamingStats(model.config.embedding_size)
     wanted = {} if keep is None else {int(i) // world: int(i) for i in keep if int(i) % world == rank}
     kept: dict[int, np.ndarray] = {}
     order = sorted(range(len(shard)), key=lambda i: -len(shard[i]))  # iter_pooled's order
@@ -86,7 +86,7 @@ def encode_texts(model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, tex
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
     chunks = list(iter_pooled(model, tokenizer, texts, batch_size, progress, desc))
     if not chunks:
-        return np.zeros((0, model.config.hidden_size), dtype=np.float32)
+        return np.zeros((0, model.config.embedding_size), dtype=np.float32)
     in_order = np.concatenate(chunks)
     vectors = np.empty_like(in_order)
     vectors[order] = in_order

@@ -297,6 +297,9 @@ def encode_pseudo_queries(model: DumpEmbedModel, tokenizer: PreTrainedTokenizerB
 
 def fit_embedfilter(model: DumpEmbedModel, options: FitOptions) -> FittedProjection:
     """EmbedFilter's middle band of the unembedding spectrum (zero-shot: no corpus)."""
+    if model.config.dense_layers:
+        raise ValueError("EmbedFilter filters the backbone's hidden space by the unembedding spectrum, but this model "
+                         "maps its pooled state through the source's Dense layers first; fit spectemp or pca instead.")
     unembedding = find_unembedding(model, options.lm_head)
     d = model.config.hidden_size
     ratio = options.ratio if options.dim is None and options.ratio is not None else None
@@ -350,7 +353,8 @@ def _write_plots(fitted: FittedProjection, folder: Path) -> list[str]:
 def load_for_fit(model_dir: Path) -> tuple[DumpEmbedModel, PreTrainedTokenizerBase]:
     if not (model_dir / "config.json").exists():
         raise FileNotFoundError(f"{model_dir} is not a model folder (no config.json).")
-    model = DumpEmbedModel.from_pretrained(model_dir, dtype=torch.float32).eval()
+    # The folder's own dtype (a bf16 backbone stays bf16): the map is fitted on the vectors the folder gives.
+    model = DumpEmbedModel.from_pretrained(model_dir, dtype="auto").eval()
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir), trust_remote_code=True)
     return model, tokenizer
 
@@ -410,7 +414,7 @@ def _fit_locked(model_dir: Path, items: list[tuple[Path, FitOptions]], corpus: s
     model, tokenizer = load_for_fit(model_dir)
     if first.prompt is not None:
         set_prompt_mode(model, tokenizer, first.prompt)
-    d = model.config.hidden_size
+    d = model.config.embedding_size
     # Fitted maps read the model's unit-length pooled embedding (the paper's input), not the raw pooled state.
     model.config.normalize_pooled = True
     model.projection = DumpProjection(d, d)

@@ -27,7 +27,29 @@ check_transformers_version()
 from transformers import AutoConfig, PreTrainedConfig  # noqa: E402
 from transformers.configuration_utils import SubConfigSpec  # noqa: E402
 
-POOLING_MODES = ("cls", "last", "mean", "mean_no_dump")
+# The one definition of the pooling modes: DumpEmbed name -> sentence-transformers Pooling mode (None: no stock
+# equivalent). The builder's enum, the CLI choices, the training config and the card derive from it.
+ST_POOLING_MODES: dict[str, str | None] = {
+    "cls": "cls",
+    "last": "lasttoken",
+    "mean": "mean",
+    "max": "max",
+    "mean_sqrt_len_tokens": "mean_sqrt_len_tokens",
+    "weightedmean": "weightedmean",
+    "mean_no_dump": None,
+}
+POOLING_MODES = tuple(ST_POOLING_MODES)
+# Short labels that read "<label> pooling" (model cards, logs).
+POOLING_DESCRIPTIONS: dict[str, str] = {
+    "cls": "[CLS]",
+    "last": "last-token",
+    "mean": "mean",
+    "max": "max",
+    "mean_sqrt_len_tokens": "sum / sqrt(length)",
+    "weightedmean": "position-weighted mean",
+    "mean_no_dump": "mean over every token except the [DUMP] slots",
+}
+SIMILARITY_FUNCTIONS = ("cosine", "dot", "euclidean", "manhattan")
 PROMPT_MODES = ("prompteol", "echo")
 
 
@@ -44,9 +66,28 @@ class DumpEmbedConfig(PreTrainedConfig):
         dump_token_offset (`int`, defaults to 0):
             Position of `[DUMP1]` counted from the first non-padding token (1 after [CLS] or BOS, 0 otherwise).
         pooling (`str`, defaults to `"cls"`):
-            One of `"cls"` (first non-padding token), `"last"` (last non-padding token), `"mean"` (mean over all
-            non-padding tokens, the same as sentence-transformers' stock mean pooling) or `"mean_no_dump"` (the same
-            mean with the K [DUMP] positions left out; [CLS]/[SEP] count as in the stock mean).
+            One of `POOLING_MODES`: `"cls"`, `"last"`, `"mean"`, `"max"`, `"mean_sqrt_len_tokens"` and
+            `"weightedmean"` compute exactly what sentence-transformers' Pooling modes `cls`, `lasttoken`, `mean`,
+            `max`, `mean_sqrt_len_tokens` and `weightedmean` compute (same padding rules, same accumulation dtype);
+            `"mean_no_dump"` is the mean with the K [DUMP] positions left out ([CLS]/[SEP] count as in the mean).
+        include_prompt (`bool`, defaults to `True`):
+            sentence-transformers' Pooling `include_prompt`: when False, a row that starts with one of
+            `prompt_token_ids_excluded` leaves those positions out of the pooling (as sentence-transformers does
+            with the `prompt_length` of the prompt it prepended).
+        prompt_token_ids_excluded (`list[list[int]]`, *optional*):
+            For `include_prompt=False`: each named prompt as the tokenizer makes it on its own, leading special
+            tokens and [DUMP] tokens included, a trailing special token dropped (sentence-transformers'
+            `prompt_length` rule).
+        dense_layers (`list[dict]`, *optional*):
+            The source's linear sentence-transformers Dense layers after pooling (`in_features`, `out_features`,
+            `bias`), folded into the one affine map `dense` applied to the pooled state (fp32).
+        prompts (`dict[str, str]`, *optional*):
+            The named prompts (e.g. `{"query": "query: ", "document": "passage: "}`) the sentence-transformers
+            files carry; kept here so every re-save (training, fitting) writes them again.
+        default_prompt_name (`str`, *optional*):
+            The prompt `encode` uses when none is named.
+        similarity_fn_name (`str`, *optional*):
+            The similarity sentence-transformers uses (`cosine`, `dot`, `euclidean`, `manhattan`).
         projection_dim (`int`, *optional*):
             Output dimension of the stored projection; `None` keeps the backbone's hidden size.
         normalize (`bool`, defaults to `True`):
@@ -95,6 +136,12 @@ class DumpEmbedConfig(PreTrainedConfig):
     normalize_pooled: bool = False
     prompt_mode: str | None = None
     prompt_token_ids: dict[str, Any] | None = None
+    include_prompt: bool = True
+    prompt_token_ids_excluded: list[list[int]] | None = None
+    dense_layers: list[dict[str, Any]] | None = None
+    prompts: dict[str, str] | None = None
+    default_prompt_name: str | None = None
+    similarity_fn_name: str | None = None
 
     def __post_init__(self, **kwargs: Any) -> None:
         super().__post_init__(**kwargs)
@@ -105,8 +152,14 @@ class DumpEmbedConfig(PreTrainedConfig):
             self.projection_info = {}
         if self.training_info is None:
             self.training_info = {}
+        if self.dense_layers is None:
+            self.dense_layers = []
+        if self.prompt_token_ids_excluded is None:
+            self.prompt_token_ids_excluded = []
+        if self.prompts is None:
+            self.prompts = {}
         if self.projection_dim is None:
-            self.projection_dim = self.text_config.hidden_size
+            self.projection_dim = self.embedding_size
         self.validate()
         if self.max_position_embeddings is None:
             self.max_position_embeddings = getattr(self.text_config, "max_position_embeddings", None)
@@ -133,22 +186,46 @@ class DumpEmbedConfig(PreTrainedConfig):
             )
         if self.dump_token_offset < 0:
             raise ValueError(f"dump_token_offset must be >= 0; got {self.dump_token_offset}.")
-        hidden_size = self.text_config.hidden_size
-        if not 1 <= self.projection_dim <= hidden_size:
+        self._validate_dense_layers()
+        size = self.embedding_size
+        if not 1 <= self.projection_dim <= size:
             raise ValueError(
-                f"projection_dim must be between 1 and the backbone hidden size {hidden_size}; "
-                f"got {self.projection_dim}."
+                f"projection_dim must be between 1 and the pooled embedding size {size}; got {self.projection_dim}."
             )
+        if self.prompt_token_ids_excluded and self.include_prompt:
+            raise ValueError("prompt_token_ids_excluded is only used with include_prompt=False; remove it or set "
+                             "include_prompt to false.")
+        if self.similarity_fn_name is not None and self.similarity_fn_name not in SIMILARITY_FUNCTIONS:
+            raise ValueError(f"similarity_fn_name must be one of {SIMILARITY_FUNCTIONS} or None; got "
+                             f"{self.similarity_fn_name!r}.")
+        if self.default_prompt_name is not None and self.default_prompt_name not in self.prompts:
+            raise ValueError(f"default_prompt_name {self.default_prompt_name!r} is not one of the prompts "
+                             f"{sorted(self.prompts)}.")
         if self.prompt_mode is not None:
             if self.prompt_mode not in PROMPT_MODES:
                 raise ValueError(f"prompt_mode must be one of {PROMPT_MODES} or None; got {self.prompt_mode!r}.")
             if not self.prompt_token_ids:
                 raise ValueError(f"prompt_mode={self.prompt_mode!r} needs prompt_token_ids (the prompt's pieces).")
 
+    def _validate_dense_layers(self) -> None:
+        """Each Dense layer's input is the previous one's output, starting from the backbone's hidden size."""
+        width = self.text_config.hidden_size
+        for index, layer in enumerate(self.dense_layers):
+            if not isinstance(layer, dict) or layer.get("in_features") != width or not isinstance(
+                    layer.get("out_features"), int) or layer["out_features"] < 1:
+                raise ValueError(f"dense_layers[{index}] must map {width} features to a positive out_features; "
+                                 f"got {layer!r}.")
+            width = layer["out_features"]
+
     @property
     def hidden_size(self) -> int:
-        """Hidden size of the backbone (the input dimension of the projection)."""
+        """Hidden size of the backbone (the width of its token states)."""
         return self.text_config.hidden_size
+
+    @property
+    def embedding_size(self) -> int:
+        """Width of the pooled embedding the projection reads: the last Dense layer's output, else the hidden size."""
+        return self.dense_layers[-1]["out_features"] if self.dense_layers else self.text_config.hidden_size
 
 
 # Field -> allowed types (bool is only allowed where listed: True is not a count).
@@ -156,8 +233,10 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "num_dump_tokens": (int,), "dump_token_ids": (list,), "dump_token_offset": (int,), "pooling": (str,),
     "projection_dim": (int,), "normalize": (bool,), "projection_info": (dict,), "max_position_embeddings": (int,),
     "base_model": (str,), "dump_init": (str,), "training_info": (dict,), "normalize_pooled": (bool,),
-    "prompt_mode": (str,), "prompt_token_ids": (dict,),
+    "prompt_mode": (str,), "prompt_token_ids": (dict,), "include_prompt": (bool,), "prompt_token_ids_excluded": (list,),
+    "dense_layers": (list,), "prompts": (dict,), "default_prompt_name": (str,), "similarity_fn_name": (str,),
 }
-_OPTIONAL = {"max_position_embeddings", "base_model", "dump_init", "prompt_mode", "prompt_token_ids"}
+_OPTIONAL = {"max_position_embeddings", "base_model", "dump_init", "prompt_mode", "prompt_token_ids",
+             "default_prompt_name", "similarity_fn_name"}
 
 __all__ = ["DumpEmbedConfig"]

@@ -71,6 +71,19 @@ def band_matrix(basis: torch.Tensor, k: int) -> torch.Tensor:
     return basis[:, start : start + k].clone()
 
 
+class DumpDense(nn.Module):
+    """The source's linear sentence-transformers Dense layers folded into one affine map ``y = x @ weight + bias``
+    (fp32 persistent buffers; ``weight`` is (in_features, out_features))."""
+
+    def __init__(self, in_dim: int, out_dim: int) -> None:
+        super().__init__()
+        self.register_buffer("weight", torch.eye(in_dim, out_dim, dtype=torch.float32), persistent=True)
+        self.register_buffer("bias", torch.zeros(out_dim, dtype=torch.float32), persistent=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.float() @ self.weight + self.bias
+
+
 class DumpProjection(nn.Module):
     """Affine map ``y = (x - mean) @ matrix`` held in persistent fp32 buffers (identity by default).
 
@@ -186,6 +199,62 @@ def last_token_index(attention_mask: torch.Tensor) -> torch.Tensor:
     return seq_len - 1 - attention_mask.flip(dims=[1]).argmax(dim=1)
 
 
+def pool_states(token_states: torch.Tensor, attention_mask: torch.Tensor, mode: str,
+                pad_lengths: torch.Tensor | None = None) -> torch.Tensor:
+    """One vector per row, computed as sentence-transformers' Pooling computes its mode (same masks, same
+    accumulation dtype: fp32 sums for bf16/fp16 states), so a K = 0 folder gives its source's vectors.
+
+    ``mode`` is a DumpEmbed pooling name (``last`` is sentence-transformers' ``lasttoken``; ``mean_no_dump`` is
+    ``mean`` over a mask the caller prepared). ``pad_lengths`` are the left-padding widths of the unmasked rows
+    (``weightedmean`` counts positions from each row's first real token, as sentence-transformers does).
+    """
+    accumulation = torch.float32 if token_states.dtype in (torch.float16, torch.bfloat16) else token_states.dtype
+    if mode == "cls":
+        rows = torch.arange(token_states.shape[0], device=token_states.device)
+        return token_states[rows, attention_mask.to(torch.int32).argmax(dim=1)]
+    if mode == "last":
+        rows = torch.arange(token_states.shape[0], device=token_states.device)
+        return (token_states * attention_mask.unsqueeze(-1).to(token_states.dtype))[rows,
+                                                                                     last_token_index(attention_mask)]
+    if mode == "max":
+        return token_states.masked_fill(attention_mask.unsqueeze(-1) == 0, float("-inf")).max(dim=1).values
+    if mode in ("mean", "mean_no_dump", "mean_sqrt_len_tokens"):
+        mask = attention_mask.unsqueeze(-1).to(token_states.dtype)
+        total = (token_states * mask).sum(dim=1, dtype=accumulation)
+        count = mask.sum(dim=1, dtype=accumulation).clamp(min=1e-9)
+        pooled = total / (count.sqrt() if mode == "mean_sqrt_len_tokens" else count)
+        return pooled.to(token_states.dtype)
+    if mode == "weightedmean":
+        mask = attention_mask.unsqueeze(-1).to(accumulation)
+        weights = torch.arange(1, token_states.shape[1] + 1, device=token_states.device, dtype=accumulation)
+        weights = weights.view(1, -1, 1)
+        if pad_lengths is not None:
+            weights = weights - pad_lengths.view(-1, 1, 1).to(accumulation)
+        weighted = mask * weights
+        pooled = (token_states * weighted).sum(dim=1) / weighted.sum(dim=1).clamp(min=1e-9)
+        return pooled.to(token_states.dtype)
+    raise ValueError(f"unknown pooling mode {mode!r}.")
+
+
+def prompt_lengths(input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                   prompts: list[list[int]]) -> torch.Tensor:
+    """Per row, the length of the longest prompt of ``prompts`` (token ids) that the row starts with, 0 if none.
+
+    A prompt's last token may merge with the text that follows it (SentencePiece's "▁" before a word), so a row
+    also matches when it holds all of the prompt's tokens but the last one, and that last one is not a special
+    token of the prompt's lead; sentence-transformers excludes ``len(prompt)`` positions in both cases.
+    """
+    starts = first_token_index(attention_mask)
+    lengths = torch.zeros(input_ids.shape[0], dtype=torch.long, device=input_ids.device)
+    rows = input_ids.tolist()
+    for row, (ids, start) in enumerate(zip(rows, starts.tolist(), strict=True)):
+        for prompt in prompts:
+            head = ids[start : start + len(prompt)]
+            if head == prompt or (len(prompt) > 1 and head[:-1] == prompt[:-1] and len(head) == len(prompt)):
+                lengths[row] = max(int(lengths[row]), len(prompt))
+    return lengths
+
+
 class DumpEmbedPreTrainedModel(PreTrainedModel):
     config_class = DumpEmbedConfig
     base_model_prefix = "dumpembed"
@@ -195,10 +264,13 @@ class DumpEmbedPreTrainedModel(PreTrainedModel):
     _supports_flex_attn = False
     # Packed (unpadded) sequences would break CLS / last-token pooling.
     _supports_attention_backend = False
-    _keep_in_fp32_modules_strict = ["projection"]
+    _keep_in_fp32_modules_strict = ["projection", "pooled_dense"]
     _tied_weights_keys: dict[str, str] = {}
 
     def _init_weights(self, module: nn.Module) -> None:
+        if isinstance(module, DumpDense):
+            init.eye_(module.weight)
+            init.zeros_(module.bias)
         if isinstance(module, DumpProjection):
             init.zeros_(module.mean)
             init.eye_(module.matrix)
@@ -218,9 +290,10 @@ class DumpEmbedModel(DumpEmbedPreTrainedModel):
         super().__init__(config)
         if projection_dim is not None:  # e.g. SentenceTransformer(..., model_kwargs={"projection_dim": 128})
             if (isinstance(projection_dim, bool) or not isinstance(projection_dim, int)
-                    or not 1 <= projection_dim <= config.hidden_size):
+                    or not 1 <= projection_dim <= config.embedding_size):
                 raise ValueError(
-                    f"projection_dim must be an integer between 1 and {config.hidden_size}; got {projection_dim!r}."
+                    f"projection_dim must be an integer between 1 and {config.embedding_size}; got "
+                    f"{projection_dim!r}."
                 )
             config.projection_dim = projection_dim
         self.backbone = AutoModel.from_config(config.text_config)
@@ -236,8 +309,9 @@ class DumpEmbedModel(DumpEmbedPreTrainedModel):
                 "Fit a projection with `hf-dumpembed fit` (spectemp, pca, whiten, gamma, embedfilter, truncate) "
                 "to choose the dimension at load time."
             )
+        self.pooled_dense = DumpDense(config.hidden_size, config.embedding_size) if config.dense_layers else None
         self.projection = DumpProjection(
-            config.hidden_size, stored_dim, selection=selection, eps=float(info.get("eps", SPECTRAL_EPS))
+            config.embedding_size, stored_dim, selection=selection, eps=float(info.get("eps", SPECTRAL_EPS))
         )
         self._backbone_takes_position_ids = "position_ids" in inspect.signature(self.backbone.forward).parameters
         # A learned absolute position table cannot index past its size: longer inputs get a clear error.
@@ -377,27 +451,49 @@ class DumpEmbedModel(DumpEmbedPreTrainedModel):
         in_prefix = (positions >= start[:, None]) & (positions < start[:, None] + k)
         return attention_mask.masked_fill(in_prefix, 0)
 
+    def pooling_mask(self, attention_mask: torch.Tensor, mode: str, input_ids: torch.Tensor | None = None
+                     ) -> torch.Tensor:
+        """The positions ``mode`` pools: the attention mask without the [DUMP] slots for ``mean_no_dump`` and,
+        given the ``input_ids`` of a model with ``include_prompt=False``, without the prompt a row starts with
+        (sentence-transformers' rule: every position from the row's first real token up to the prompt's length)."""
+        mask = self.without_dump_positions(attention_mask) if mode == "mean_no_dump" else attention_mask
+        if input_ids is not None and not self.config.include_prompt and self.config.prompt_token_ids_excluded:
+            lengths = prompt_lengths(input_ids, attention_mask, self.config.prompt_token_ids_excluded)
+            if bool((lengths > 0).any()):
+                start = first_token_index(attention_mask)
+                positions = torch.arange(mask.shape[1], device=mask.device)[None, :]
+                mask = mask.masked_fill(positions < (start + lengths)[:, None], 0)
+        return mask
+
     def pool(
-        self, last_hidden_state: torch.Tensor, attention_mask: torch.Tensor, mode: str | None = None
+        self, last_hidden_state: torch.Tensor, attention_mask: torch.Tensor, mode: str | None = None,
+        input_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Pool token states to one vector per row; safe under left and right padding."""
+        """The pooled embedding: token states pooled to one vector per row (safe under left and right padding),
+        then the source's Dense layers (folded, fp32) when it has any. ``input_ids`` let ``include_prompt=False``
+        find each row's prompt."""
         mode = mode or self.config.pooling
-        rows = torch.arange(last_hidden_state.shape[0], device=last_hidden_state.device)
-        if mode == "cls":
-            return last_hidden_state[rows, first_token_index(attention_mask)]
-        if mode == "last":
-            return last_hidden_state[rows, last_token_index(attention_mask)]
-        if mode == "mean_no_dump":
-            attention_mask = self.without_dump_positions(attention_mask)
-        mask = attention_mask.unsqueeze(-1).to(last_hidden_state.dtype)
-        return (last_hidden_state * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
+        mask = self.pooling_mask(attention_mask, mode, input_ids)
+        pooled = pool_states(last_hidden_state, mask, mode, pad_lengths=first_token_index(attention_mask))
+        return pooled if self.pooled_dense is None else self.pooled_dense(pooled)
+
+    def projection_is_identity(self) -> bool:
+        """True when the stored projection is exactly ``y = x`` (nothing fitted): the head is then only the
+        normalisation, in the pooled dtype. Under torch.export/compile the check is skipped (the fp32 identity map
+        gives the same vectors) so the graph has no data-dependent branch."""
+        if torch.compiler.is_compiling() or torch.jit.is_tracing():
+            return False
+        matrix, mean = self.projection.matrix, self.projection.mean
+        return (matrix.shape[0] == matrix.shape[1] and not bool(mean.any())
+                and bool(torch.equal(matrix, torch.eye(matrix.shape[0], dtype=matrix.dtype, device=matrix.device))))
 
     def head(self, pooled: torch.Tensor) -> torch.Tensor:
-        """Pooled backbone state -> output embedding: the projection's input normalisation (if configured), the
-        projection and the final L2 normalisation. On stored pooled states it gives exactly what `forward` gives."""
+        """Pooled embedding -> output embedding: the projection's input normalisation (if configured), the
+        projection (fp32) and the final L2 normalisation. On stored pooled states it gives exactly what `forward`
+        gives. Without a fitted projection the pooled dtype is kept, as sentence-transformers' Normalize keeps it."""
         if self.config.normalize_pooled:
             pooled = F.normalize(pooled, p=2, dim=-1)
-        embedding = self.projection(pooled)
+        embedding = pooled if self.projection_is_identity() else self.projection(pooled.float())
         if self.config.normalize:
             embedding = F.normalize(embedding, p=2, dim=-1)
         return embedding
@@ -446,7 +542,7 @@ class DumpEmbedModel(DumpEmbedPreTrainedModel):
         if pool_mask is not None:  # ECHO: mean over the second copy of the text (and any trailing EOS)
             pooled = self.pool(outputs.last_hidden_state, pool_mask, mode="mean")
         else:
-            pooled = self.pool(outputs.last_hidden_state, attention_mask)
+            pooled = self.pool(outputs.last_hidden_state, attention_mask, input_ids=input_ids)
         embedding = self.head(pooled)
         if self.config.normalize_pooled:
             pooled = F.normalize(pooled, p=2, dim=-1)

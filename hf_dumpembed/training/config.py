@@ -19,6 +19,8 @@ import yaml
 from pydantic import BeforeValidator, ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr, TypeAdapter
 from pydantic import ValidationError as _PydanticError
 
+from ..remote.configuration_dumpembed import POOLING_MODES
+
 DATA_FORMATS = ("auto", "jsonl", "hf", "beir", "rlhn", "mldr")
 LOSSES = ("cached_mnrl", "mnrl")
 PRECISIONS = ("auto", "bf16", "fp32")
@@ -27,6 +29,9 @@ EMBEDDED_BACKBONES = {"embedded:encoder": "default_encoder_path", "embedded:deco
 # (an integer is accepted where a number is expected), strings are non-empty, and an empty section means defaults.
 _SCHEMA: ConfigDict = ConfigDict(extra="forbid", str_min_length=1)
 _EMPTY_IS_DEFAULT = BeforeValidator(lambda value: {} if value is None else value)
+
+# build --pooling, with "auto" (the source's own); the modes are defined once, in the remote config.
+PoolingChoice = Literal[("auto", *POOLING_MODES)]  # type: ignore[valid-type]
 
 
 @dataclass(frozen=True)
@@ -97,7 +102,7 @@ class ModelConfig:
     backbone: StrictStr | None = None
     init_from: StrictStr | None = None
     num_dump_tokens: StrictInt = 4
-    pooling: Literal["auto", "cls", "last", "mean", "mean_no_dump"] | None = "auto"
+    pooling: PoolingChoice | None = "auto"
     init: Literal["auto", "sep", "mean", "cls", "normal", "token"] = "auto"
     init_token: StrictStr | None = None
     init_seed: StrictInt = 0
