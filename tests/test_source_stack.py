@@ -194,3 +194,49 @@ def _transformer(folder: Path):
     from sentence_transformers.base.modules.transformer import Transformer
 
     return Transformer(str(folder))
+
+
+@pytest.mark.parametrize("mode", ["max", "weightedmean", "mean_sqrt_len_tokens"])
+def test_onnx_graph_reproduces_the_new_pooling_modes_and_folded_dense(tiny_bert, tmp_path, mode):
+    from hf_dumpembed.model.onnx_export import export_onnx
+
+    torch.manual_seed(0)
+    source = SentenceTransformer(modules=[_transformer(tiny_bert), Pooling(32, mode),
+                                          Dense(32, 16, bias=True, activation_function=torch.nn.Identity()),
+                                          Normalize()])
+    source.save(str(tmp_path / "source"))
+    folder = build(tmp_path / "source", tmp_path / "k0", BuildOptions(num_dump_tokens=0))
+    texts = ["a man is eating food", "hello", "the quick brown fox jumps over the lazy dog again and again"]
+    np.testing.assert_allclose(SentenceTransformer(str(folder), trust_remote_code=True).encode(texts),
+                               SentenceTransformer(str(tmp_path / "source")).encode(texts), atol=1e-5, rtol=0)
+    result = export_onnx(folder, tmp_path / "onnx")
+    assert result.dimension == 16 and result.parity and all(p.ok for p in result.parity), result.describe()
+
+
+def test_onnx_refuses_prompts_left_out_of_the_pooling(variants, tmp_path):
+    from hf_dumpembed.model.onnx_export import export_onnx
+
+    with pytest.raises(ValueError, match="include_prompt=False.*export-st"):
+        export_onnx(variants["no_prompt_in_pool"][1], tmp_path / "onnx")
+    assert not (tmp_path / "onnx").exists()
+
+
+def test_sentence_transformers_files_are_what_its_own_save_writes(variants, tmp_path):
+    """The files are written directly (no second load of the weights); they must equal sentence-transformers'
+    own save of the same pipeline."""
+    from sentence_transformers.base.modules.transformer import Transformer
+
+    from hf_dumpembed.model.st_files import MODALITY_CONFIG, ST_FILES, sentence_transformers_files
+
+    folder = variants["dense"][1]
+    config = AutoModel.from_pretrained(str(folder), trust_remote_code=True).config
+    transformer = Transformer(str(folder), model_kwargs={"trust_remote_code": True},
+                              config_kwargs={"trust_remote_code": True}, processor_kwargs={"trust_remote_code": True},
+                              modality_config=MODALITY_CONFIG, module_output_name="sentence_embedding")
+    SentenceTransformer(modules=[transformer], prompts=config.prompts, default_prompt_name=config.default_prompt_name,
+                        similarity_fn_name=config.similarity_fn_name).save(str(tmp_path / "st"))
+    ours = sentence_transformers_files(config)
+    for name in ST_FILES:
+        assert json.loads((tmp_path / "st" / name).read_text()) == ours[name], name
+        assert json.loads((folder / name).read_text()) == ours[name], name
+    assert ours["config_sentence_transformers.json"]["default_prompt_name"] == "query"
