@@ -240,3 +240,22 @@ def test_sentence_transformers_files_are_what_its_own_save_writes(variants, tmp_
         assert json.loads((tmp_path / "st" / name).read_text()) == ours[name], name
         assert json.loads((folder / name).read_text()) == ours[name], name
     assert ours["config_sentence_transformers.json"]["default_prompt_name"] == "query"
+
+
+def test_a_backbone_that_needs_its_own_code_is_refused_without_running_it(tiny_bert, tmp_path):
+    """gte-multilingual / Alibaba "NewModel" style: config.json names custom code through auto_map (model_type new,
+    which transformers does not know)."""
+    import shutil
+
+    source = tmp_path / "newmodel-like"
+    shutil.copytree(tiny_bert, source)
+    config = json.loads((source / "config.json").read_text())
+    config.update(model_type="new", architectures=["NewModel"],
+                  auto_map={"AutoConfig": "configuration.NewConfig", "AutoModel": "modeling.NewModel"})
+    (source / "config.json").write_text(json.dumps(config))
+    marker = tmp_path / "ran"
+    for name in ("configuration.py", "modeling.py"):
+        (source / name).write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    with pytest.raises(ValueError, match="needs its own modeling code.*does not wrap"):
+        build(source, tmp_path / "out", BuildOptions(num_dump_tokens=0))
+    assert not marker.exists() and not (tmp_path / "out").exists()

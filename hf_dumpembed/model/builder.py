@@ -195,9 +195,10 @@ def load_backbone(backbone: str | Path, revision: str | None = None, dtype: str 
         config_dict, _ = PretrainedConfig.get_config_dict(folder, revision=revision)
         if config_dict.get("model_type") == DumpEmbedConfig.model_type:
             raise ValueError(f"{name!r} is already a DumpEmbed model; build from its original backbone instead.")
-        tokenizer = AutoTokenizer.from_pretrained(folder, revision=revision)
+        # trust_remote_code=False, said explicitly: a source's own Python never runs (and nothing asks on a tty).
+        tokenizer = AutoTokenizer.from_pretrained(folder, revision=revision, trust_remote_code=False)
         model = AutoModel.from_pretrained(folder, revision=revision, dtype=DTYPES[dtype] if dtype else "auto",
-                                          use_safetensors=True)
+                                          use_safetensors=True, trust_remote_code=False)
     except OSError as error:
         raise OSError(
             f"Could not load the backbone {name!r}: {error}\nGive a local model folder with model.safetensors "
