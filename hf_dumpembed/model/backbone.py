@@ -21,7 +21,19 @@ def is_decoder_backbone(config: PretrainedConfig | Mapping[str, Any]) -> bool:
     architectures = get("architectures") or []
     if any(arch.endswith(_CAUSAL_ARCHITECTURE_SUFFIXES) for arch in architectures):
         return True
-    return bool(get("is_decoder"))
+    if get("is_decoder"):
+        return True
+    # A causal LM saved as its bare base class (sentence-transformers re-saves Qwen3ForCausalLM as Qwen3Model; e5-mistral
+    # ships MistralModel): a model type with a causal-LM head and no masked-LM head, unless its config makes the
+    # attention bidirectional (EmbeddingGemma's Gemma3TextModel).
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+    )
+
+    model_type = get("model_type")
+    return bool(model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES
+                and not get("use_bidirectional_attention"))
 
 
 def is_decoder_folder(config: Mapping[str, Any]) -> bool:

@@ -182,6 +182,17 @@ def refuse_dumpembed_source(backbone: str | Path, revision: str | None = None) -
                              "instead.")
 
 
+def backbone_class(config_dict: dict) -> type:
+    """`AutoModel`, or the encoder-only class a checkpoint was saved as (``T5EncoderModel``: AutoModel would build
+    a T5Model with a random decoder) -- the rule the remote code's `backbone_from_config` applies at load time."""
+    import transformers
+
+    architecture = next(iter(config_dict.get("architectures") or []), "")
+    if architecture.endswith("EncoderModel") and hasattr(transformers, architecture):
+        return getattr(transformers, architecture)
+    return AutoModel
+
+
 def load_backbone(backbone: str | Path, revision: str | None = None, dtype: str | None = None,
                   subfolder: str = "") -> tuple[torch.nn.Module, PreTrainedTokenizerBase]:
     """Load the backbone (AutoModel, safetensors only, in ``dtype`` or the source's own) and its tokenizer from a
@@ -197,8 +208,9 @@ def load_backbone(backbone: str | Path, revision: str | None = None, dtype: str 
             raise ValueError(f"{name!r} is already a DumpEmbed model; build from its original backbone instead.")
         # trust_remote_code=False, said explicitly: a source's own Python never runs (and nothing asks on a tty).
         tokenizer = AutoTokenizer.from_pretrained(folder, revision=revision, trust_remote_code=False)
-        model = AutoModel.from_pretrained(folder, revision=revision, dtype=DTYPES[dtype] if dtype else "auto",
-                                          use_safetensors=True, trust_remote_code=False)
+        model_class = backbone_class(config_dict)
+        model = model_class.from_pretrained(folder, revision=revision, dtype=DTYPES[dtype] if dtype else "auto",
+                                            use_safetensors=True, trust_remote_code=False)
     except OSError as error:
         raise OSError(
             f"Could not load the backbone {name!r}: {error}\nGive a local model folder with model.safetensors "

@@ -289,7 +289,7 @@ def st_module_names(model_dir: Path, config: dict[str, Any], stock: bool) -> str
     if stock:
         modules = json.loads((model_dir / "modules.json").read_text())
         return ", ".join(m["type"].rsplit(".", 1)[-1] for m in modules)
-    names = ["Transformer", "Pooling"]
+    names = ["Transformer", "Pooling"] + (["Dense"] if config.get("dense_layers") else [])
     if config.get("projection_info"):
         names += ["Normalize", "Dense"] if config.get("normalize_pooled") else ["Dense"]
     if config.get("normalize", True):
@@ -308,7 +308,18 @@ def _dump_rows(model_dir: Path, config: dict[str, Any]) -> list[tuple[str, str]]
     pooling_row = POOLING_TEXT[config.get("pooling", "cls")]
     if config.get("pooling_reason"):
         pooling_row += f" ({config['pooling_reason']})"
+    if config.get("include_prompt") is False:
+        pooling_row += "; prompt tokens left out (include_prompt=False)"
     dump_rows.append(("pooling", pooling_row))
+    if config.get("dense_layers"):
+        shapes = " → ".join([str(config["dense_layers"][0]["in_features"])]
+                            + [str(layer["out_features"]) for layer in config["dense_layers"]])
+        dump_rows.append(("after pooling", f"the source's linear Dense layers ({shapes}), folded into one fp32 map"))
+    prompts = {name: text for name, text in (config.get("prompts") or {}).items() if text}
+    if prompts:
+        listed = ", ".join(f"`{name}`: {text!r}" for name, text in prompts.items())
+        dump_rows.append(("prompts", f"{listed} (after the [DUMP] tokens: prompts are text; the [DUMP] tokens belong "
+                                     "to the tokenizer's template)"))
     return dump_rows
 
 

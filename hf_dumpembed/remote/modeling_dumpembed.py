@@ -199,6 +199,17 @@ def last_token_index(attention_mask: torch.Tensor) -> torch.Tensor:
     return seq_len - 1 - attention_mask.flip(dims=[1]).argmax(dim=1)
 
 
+def backbone_from_config(text_config) -> PreTrainedModel:
+    """The backbone for ``text_config``: `AutoModel`, except for encoder-only halves of encoder-decoder models
+    (``T5EncoderModel`` and its kin, saved as such), which AutoModel would build with a random decoder."""
+    import transformers
+
+    architecture = next(iter(getattr(text_config, "architectures", None) or []), "")
+    if architecture.endswith("EncoderModel") and hasattr(transformers, architecture):
+        return getattr(transformers, architecture)._from_config(text_config)
+    return AutoModel.from_config(text_config)
+
+
 def pool_states(token_states: torch.Tensor, attention_mask: torch.Tensor, mode: str,
                 pad_lengths: torch.Tensor | None = None) -> torch.Tensor:
     """One vector per row, computed as sentence-transformers' Pooling computes its mode (same masks, same
@@ -296,7 +307,7 @@ class DumpEmbedModel(DumpEmbedPreTrainedModel):
                     f"{projection_dim!r}."
                 )
             config.projection_dim = projection_dim
-        self.backbone = AutoModel.from_config(config.text_config)
+        self.backbone = backbone_from_config(config.text_config)
         info = config.projection_info or {}
         selection = info.get("selection")
         # The checkpoint holds the matrix for the fitted dimension; another projection_dim is recomposed after
