@@ -32,6 +32,7 @@ from torch import nn
 
 from .._utils.folders import staged_output
 from ..remote import DumpEmbedModel
+from ..remote.modeling_dumpembed import counts_positions_from_mask
 from .onnx_optimize import SINGLE_FILE_LIMIT, down_projections, fuse_for_onnxruntime, quantize_int8, session_options
 from .stock_compat import legacy_tokenizer_config
 
@@ -88,7 +89,7 @@ class EmbeddingGraph(nn.Module):
         super().__init__()
         self.model = model
         self.use_token_type_ids = use_token_type_ids
-        self.takes_position_ids = "position_ids" in inspect.signature(model.backbone.forward).parameters
+        self.takes_position_ids = counts_positions_from_mask(model.backbone)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                 token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
@@ -318,10 +319,16 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
 
 
 def load_for_export(model_dir: Path):
-    """The DumpEmbed model (fp32, SDPA attention) and its tokenizer; refuses models that build a prompt inside."""
+    """The DumpEmbed model (fp32, SDPA attention where the backbone has it, else eager) and its tokenizer; refuses
+    models that build a prompt inside."""
     from transformers import AutoTokenizer
 
-    model = DumpEmbedModel.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="sdpa").eval()
+    try:
+        model = DumpEmbedModel.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="sdpa").eval()
+    except ValueError as error:  # backbones without an SDPA path (MPNet, GPT-Neo) export their eager attention
+        if "scaled_dot_product_attention" not in str(error):
+            raise
+        model = DumpEmbedModel.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="eager").eval()
     if model.config.prompt_mode is not None:
         raise ValueError(f"{model_dir} composes a {model.config.prompt_mode!r} prompt inside the model (a data-"
                          "dependent rewrite of the token ids), which one ONNX graph cannot express; serve it with "

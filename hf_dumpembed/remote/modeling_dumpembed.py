@@ -199,6 +199,17 @@ def last_token_index(attention_mask: torch.Tensor) -> torch.Tensor:
     return seq_len - 1 - attention_mask.flip(dims=[1]).argmax(dim=1)
 
 
+def counts_positions_from_mask(backbone: nn.Module) -> bool:
+    """Whether the caller must pass position ids counted from each row's first real token (left padding): True
+    for backbones that take ``position_ids``, except those that derive positions from the input ids themselves,
+    skipping padding (RoBERTa, XLM-R, MPNet: a position table with a ``padding_idx``), which are padding-safe as they
+    are and whose positions start after ``padding_idx``."""
+    if "position_ids" not in inspect.signature(backbone.forward).parameters:
+        return False
+    return not any(name.rsplit(".", 1)[-1] == "position_embeddings" and isinstance(module, nn.Embedding)
+                   and module.padding_idx is not None for name, module in backbone.named_modules())
+
+
 def backbone_from_config(text_config) -> PreTrainedModel:
     """The backbone for ``text_config``: `AutoModel`, except for encoder-only halves of encoder-decoder models
     (``T5EncoderModel`` and its kin, saved as such), which AutoModel would build with a random decoder."""
@@ -324,7 +335,7 @@ class DumpEmbedModel(DumpEmbedPreTrainedModel):
         self.projection = DumpProjection(
             config.embedding_size, stored_dim, selection=selection, eps=float(info.get("eps", SPECTRAL_EPS))
         )
-        self._backbone_takes_position_ids = "position_ids" in inspect.signature(self.backbone.forward).parameters
+        self._backbone_takes_position_ids = counts_positions_from_mask(self.backbone)
         # A learned absolute position table cannot index past its size: longer inputs get a clear error.
         self._absolute_positions = any(name.rsplit(".", 1)[-1] in ("position_embeddings", "wpe")
                                        and isinstance(module, nn.Embedding)
