@@ -170,7 +170,9 @@ def as_sentence_transformers_folder(backbone: Path, out: Path, mode: str = "mean
     (out / "modules.json").write_text(json.dumps([
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
         {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
     ]))
+    (out / "2_Normalize").mkdir()
     (out / "1_Pooling").mkdir()
     hidden = json.loads((backbone / "config.json").read_text())["hidden_size"]
     flags = {f"pooling_mode_{name}": name == mode for name in ("cls_token", "mean_tokens", "max_tokens", "lasttoken")}
