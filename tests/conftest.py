@@ -53,3 +53,21 @@ def bert_dump_model(tiny_bert: Path, tmp_path_factory: pytest.TempPathFactory) -
 def llama_dump_model(tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A saved K=3 DumpEmbed model on the tiny Llama (last-token pooling)."""
     return build(tiny_llama, tmp_path_factory.mktemp("llama-dump") / "model", BuildOptions(num_dump_tokens=3))
+
+
+from collections.abc import Callable  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def zoo_source(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """A factory ``zoo_source(name) -> Path``: the tests/zoo.py family ``name`` saved once per session."""
+    from tests.zoo import FAMILIES
+
+    saved: dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if name not in saved:
+            saved[name] = FAMILIES[name].save(tmp_path_factory.mktemp(f"zoo-{name}") / "source")
+        return saved[name]
+
+    return get

@@ -95,11 +95,21 @@ def test_k_zero_keeps_the_original_tokenization(tiny_bert, tiny_llama):
 
 
 def test_unsupported_tokenizer_is_refused():
-    tokenizer = tiny_models.metaspace_tokenizer()
+    """A word-level vocabulary (no subword model) is refused before anything is added; SentencePiece-style BPE,
+    refused until 2026-12-01, now gets its prefix (the model zoo covers every family)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer(models.WordLevel({"[UNK]": 0, "hello": 1, "world": 2}, unk_token="[UNK]"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]")
     vocab_before = len(tokenizer)
-    with pytest.raises(ValueError, match="not supported yet"):
+    with pytest.raises(ValueError, match="model 'WordLevel'.*refused rather than built silently wrong"):
         add_dump_tokens(tokenizer, 4)
     assert len(tokenizer) == vocab_before  # nothing was added
+    metaspace = tiny_models.metaspace_tokenizer()
+    dump = add_dump_tokens(metaspace, 2)
+    assert dump.kind == "sentencepiece-bpe" and metaspace("hello world")["input_ids"][:2] == list(dump.ids)
 
 
 def test_tokenizer_that_already_has_dump_tokens_is_refused(tiny_bert):

@@ -336,6 +336,9 @@ def build_dump_model(
         base_model=base_model,
         dump_init=dump_init,
         pooling_reason=pooling_reason,
+        # sentence-transformers caps its length at this; a backbone with relative positions only (T5) has none,
+        # so the folder states its own max_seq_length instead of None (which sentence-transformers cannot compare).
+        max_position_embeddings=position_limit or max_seq_length,
         **source_settings(stack, tokenizer, model.config.hidden_size),
     )
     dump_model = wrap_backbone(config, model, stack.folded_dense() if stack else None)

@@ -13,12 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tokenizers import AddedToken, processors
+from tokenizers import AddedToken, Tokenizer, models, processors
 from transformers import PreTrainedTokenizerBase
 
 logger = logging.getLogger(__name__)
 
-SUPPORTED_TOKENIZERS = "WordPiece (BERT family) and byte-level BPE (GPT-2, Llama-3, Qwen2, SmolLM2)"
+SUPPORTED_TOKENIZERS = ("WordPiece (BERT family), byte-level BPE (GPT-2, Llama-3, Qwen, ModernBERT), SentencePiece "
+                        "Unigram (XLM-RoBERTa, T5) and SentencePiece BPE with byte fallback (Llama-2, Mistral, Gemma)")
+# Post-processors whose special-token layout a TemplateProcessing can restate (the others, e.g. ByteLevel, are kept).
+_TEMPLATE_LIKE = ("TemplateProcessing", "BertProcessing", "RobertaProcessing")
 _PROBE_A = "hello world"
 _PROBE_B = "second text"
 # tokenizer_config.json keys that make transformers regenerate the post-processor on load (dropping the prefix).
@@ -32,7 +35,7 @@ class DumpTokens:
     tokens: tuple[str, ...]
     ids: tuple[int, ...]
     offset: int
-    kind: str  # "wordpiece" or "byte-level-bpe"
+    kind: str  # a `tokenizer_kind`: "wordpiece", "byte-level-bpe", "sentencepiece-bpe" or "unigram"
 
 
 def dump_token_names(num_dump_tokens: int) -> list[str]:
@@ -54,25 +57,55 @@ def _find_types(node: Any, found: set[str]) -> set[str]:
 
 
 def tokenizer_kind(tokenizer: PreTrainedTokenizerBase) -> str:
-    """Return ``"wordpiece"`` or ``"byte-level-bpe"``; raise a clear error for any other tokenizer type."""
+    """The tokenizer family: ``wordpiece``, ``byte-level-bpe``, ``sentencepiece-bpe`` (Metaspace or byte fallback:
+    Llama-2, Mistral, Gemma) or ``unigram`` (XLM-R, T5); a clear error for anything else."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None:
         raise ValueError(
             f"{type(tokenizer).__name__} has no tokenizers backend (tokenizer.json); [DUMP] tokens need a fast "
-            f"tokenizer. Supported: {SUPPORTED_TOKENIZERS}."
+            f"tokenizer. Supported: {SUPPORTED_TOKENIZERS}. Convert it with transformers' fast tokenizer class "
+            "(e.g. AutoTokenizer.from_pretrained(..., use_fast=True)) and save it."
         )
     spec = json.loads(backend.to_str())
     model_type = spec["model"]["type"]
+    pre = _find_types(spec.get("pre_tokenizer"), set())
+    processor = _find_types(spec.get("post_processor"), set())
+    unknown = processor - set(_TEMPLATE_LIKE) - {"ByteLevel", "Sequence"}
+    if unknown:
+        raise ValueError(f"Tokenizer post-processor {sorted(unknown)} not supported: the [DUMP] prefix is written as a "
+                         "TemplateProcessing next to ByteLevel only. Save the tokenizer with a TemplateProcessing "
+                         "post-processor and build from that folder.")
     if model_type == "WordPiece":
         return "wordpiece"
-    if model_type == "BPE" and "ByteLevel" in _find_types(spec.get("pre_tokenizer"), set()):
-        return "byte-level-bpe"
-    pre = sorted(_find_types(spec.get("pre_tokenizer"), set())) or ["none"]
+    if model_type == "Unigram":
+        return "unigram"
+    if model_type == "BPE":
+        return "byte-level-bpe" if "ByteLevel" in pre else "sentencepiece-bpe"
     raise ValueError(
-        f"Tokenizer type not supported yet: model {model_type!r} with pre-tokenizer {pre}. "
-        f"[DUMP] tokens are implemented for {SUPPORTED_TOKENIZERS}; other tokenizers (SentencePiece/Metaspace, "
-        "Unigram) would need their own post-processor and are refused rather than built silently wrong."
+        f"Tokenizer type not supported: model {model_type!r} with pre-tokenizer {sorted(pre) or ['none']}. "
+        f"[DUMP] tokens are implemented for {SUPPORTED_TOKENIZERS}; other tokenizers are refused rather than built "
+        "silently wrong."
     )
+
+
+def _with_template(tokenizer: PreTrainedTokenizerBase, template: processors.TemplateProcessing) -> None:
+    """Put ``template`` in place of the tokenizer's special-token post-processor, keeping whatever else it runs
+    (a ByteLevel offset step, alone or in a Sequence), so only the special tokens change."""
+    backend = tokenizer.backend_tokenizer
+    spec = json.loads(backend.to_str())
+    probe = Tokenizer(models.WordLevel({"a": 0}, unk_token="a"))
+    probe.post_processor = template
+    new = json.loads(probe.to_str())["post_processor"]
+    old = spec.get("post_processor")
+    if old is None or old.get("type") in _TEMPLATE_LIKE:
+        combined = new
+    elif old.get("type") == "Sequence":
+        steps = [step for step in old["processors"] if step.get("type") not in _TEMPLATE_LIKE]
+        combined = {**old, "processors": [*steps, new]}
+    else:  # ByteLevel alone: offsets first, then the specials
+        combined = {"type": "Sequence", "processors": [old, new]}
+    spec["post_processor"] = combined
+    backend.post_processor = Tokenizer.from_str(json.dumps(spec)).post_processor
 
 
 def _template_from_encoding(encoding: Any, dump_tokens: list[str]) -> list[str]:
@@ -138,9 +171,7 @@ def add_dump_tokens(tokenizer: PreTrainedTokenizerBase, num_dump_tokens: int) ->
         pair=_template_from_encoding(pair, names),
         special_tokens=list(specials.items()),
     )
-    if kind == "byte-level-bpe":
-        template = processors.Sequence([processors.ByteLevel(trim_offsets=False), template])
-    tokenizer.backend_tokenizer.post_processor = template
+    _with_template(tokenizer, template)
     check_dump_prefix(tokenizer, tuple(ids), offset)
     return DumpTokens(tokens=tuple(names), ids=tuple(ids), offset=offset, kind=kind)
 
