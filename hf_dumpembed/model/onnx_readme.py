@@ -40,7 +40,7 @@ embeddings = session.run(["sentence_embedding"], feed)[0]  # already L2-normalis
 print(embeddings @ embeddings.T)
 ```
 
-`transformers.AutoTokenizer.from_pretrained("{path}")(texts, padding=True, return_tensors="np")` gives the same
+`transformers.AutoTokenizer.from_pretrained("{path}")(texts, padding=True, truncation=True, return_tensors="np")` gives the same
 inputs (cast them to int64).{fused_section}{int8_section}
 
 ## fastembed (custom model)
@@ -92,7 +92,7 @@ tokenizer = AutoTokenizer.from_pretrained("{path}")
 # otherwise chooses bf16 by itself; "f32" gives the torch model's vectors.
 compiled = openvino.Core().compile_model("{path}/openvino/openvino_model.xml", "CPU",
                                          {{"INFERENCE_PRECISION_HINT": "{precision}"}})
-batch = tokenizer(["How do I read a file line by line in Python?"], padding=True, return_tensors="np")
+batch = tokenizer(["How do I read a file line by line in Python?"], padding=True, truncation=True, return_tensors="np")
 embeddings = compiled({{name: batch[name].astype("int64") for name in {inputs_list}}})["sentence_embedding"]
 ```
 {bf16_note}"""

@@ -189,7 +189,15 @@ def check_dump_prefix(tokenizer: PreTrainedTokenizerBase, ids: tuple[int, ...], 
 
 
 def save_dump_tokenizer(tokenizer: PreTrainedTokenizerBase, out_dir: str | Path, max_length: int | None) -> None:
-    """Save the tokenizer so that reloading keeps the post-processor."""
+    """Save the tokenizer so that reloading keeps the post-processor, and every file states one length.
+
+    ``max_length`` (the folder's max_seq_length, [DUMP] and special tokens counted) is written as
+    ``model_max_length`` and ``max_length`` in tokenizer_config.json and as the truncation of tokenizer.json, with no
+    fixed padding: runtimes that read only tokenizer.json (a bare `tokenizers` load feeding onnxruntime, fastembed,
+    TEI) truncate where sentence-transformers does. transformers and sentence-transformers set truncation per call,
+    so the value in tokenizer.json changes nothing for them. Stale lengths a source or a training run left in the
+    files (all-MiniLM-L6-v2's ``max_length: 128``, a fixed-length padding) are replaced.
+    """
     out_dir = Path(out_dir)
     if max_length is not None:
         tokenizer.model_max_length = max_length
@@ -201,6 +209,18 @@ def save_dump_tokenizer(tokenizer: PreTrainedTokenizerBase, out_dir: str | Path,
     # A model-specific class (BertTokenizer, ...) rebuilds its own template on load and drops the prefix.
     config["tokenizer_class"] = "PreTrainedTokenizerFast"
     config["model_input_names"] = list(tokenizer.model_input_names)
+    length = max_length if max_length is not None else config.get("model_max_length")
+    if isinstance(length, int) and length < 10**6:
+        config["model_max_length"] = config["max_length"] = length
+    else:
+        config.pop("max_length", None)
     config_path.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n")
+    tokenizer_path = out_dir / "tokenizer.json"
+    spec = json.loads(tokenizer_path.read_text(encoding="utf-8"))
+    spec["padding"] = None
+    spec["truncation"] = None if not (isinstance(length, int) and length < 10**6) else {
+        "direction": "Left" if tokenizer.truncation_side == "left" else "Right", "max_length": length,
+        "strategy": "LongestFirst", "stride": 0}
+    tokenizer_path.write_text(json.dumps(spec, indent=2, ensure_ascii=False), encoding="utf-8")
     for stray in ("chat_template.jinja", "chat_template.json"):
         (out_dir / stray).unlink(missing_ok=True)
