@@ -34,7 +34,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
@@ -67,7 +67,7 @@ PROBE_TEXTS = [
     "tabs\tand\nnew lines",
     "x",
     "[DUMP] look-alike <s> </s> <|endoftext|> [CLS] text",
-    " ".join(CORPUS[:15]) * 6,  # long: several hundred tokens
+    " ".join(CORPUS[:15]) * 2,  # long: several hundred tokens
 ]
 
 
@@ -92,7 +92,7 @@ def _cache_dir() -> Path:
     return folder
 
 
-@lru_cache(maxsize=None)
+@cache
 def _spm_model(name: str) -> Path:
     """Train (once per process) the SentencePiece model ``name`` with its real family's trainer settings."""
     import sentencepiece as spm
@@ -193,7 +193,7 @@ def _train_byte_level(tok: Tokenizer, specials: list[str], vocab_size: int) -> T
     return tok
 
 
-@lru_cache(maxsize=None)
+@cache
 def _qwen3_json() -> str:
     tok = Tokenizer(models.BPE())
     tok.normalizer = normalizers.NFC()
@@ -223,7 +223,7 @@ def qwen3_tokenizer() -> PreTrainedTokenizerBase:
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def _modernbert_json() -> str:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=True)
@@ -258,8 +258,8 @@ class Family:
 
 
 ZOO_FAMILIES: dict[str, Family] = {
-    "xlmr": Family(xlmr_tokenizer, ("<s>",), ("</s>",), "sentencepiece-unigram"),
-    "t5": Family(t5_tokenizer, (), ("</s>",), "sentencepiece-unigram"),
+    "xlmr": Family(xlmr_tokenizer, ("<s>",), ("</s>",), "unigram"),
+    "t5": Family(t5_tokenizer, (), ("</s>",), "unigram"),
     "llama2": Family(llama2_tokenizer, ("<s>",), (), "sentencepiece-bpe"),
     "mistral-eos": Family(lambda: llama2_tokenizer(append_eos=True), ("<s>",), ("</s>",), "sentencepiece-bpe"),
     "gemma": Family(gemma_tokenizer, ("<bos>",), (), "sentencepiece-bpe"),
