@@ -106,12 +106,13 @@ def metaspace_tokenizer() -> PreTrainedTokenizerFast:
     return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>")
 
 
-def save_tiny_bert(folder: Path) -> Path:
+def save_tiny_bert(folder: Path, hidden: int = HIDDEN, max_positions: int = MAX_POSITIONS) -> Path:
+    """A random 2-layer BERT with the WordPiece tokenizer (``hidden`` wide, ``max_positions`` positions)."""
     torch.manual_seed(0)
     tokenizer = wordpiece_tokenizer()
     config = BertConfig(
-        vocab_size=len(tokenizer), hidden_size=HIDDEN, num_hidden_layers=2, num_attention_heads=4,
-        intermediate_size=64, max_position_embeddings=MAX_POSITIONS, hidden_dropout_prob=0.0,
+        vocab_size=len(tokenizer), hidden_size=hidden, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=2 * hidden, max_position_embeddings=max_positions, hidden_dropout_prob=0.0,
         attention_probs_dropout_prob=0.0,
     )
     BertModel(config).save_pretrained(folder)

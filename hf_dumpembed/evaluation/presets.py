@@ -87,7 +87,9 @@ def _resolve_one(spec: str, data_dir: Path) -> TaskSpec:
         folder = data_dir / spec
         if not is_beir_folder(folder):
             raise FileNotFoundError(f"{spec} is a local collection but {folder} is missing; build it with "
-                                    f"`python scripts/build_datasets.py --out {data_dir}` (or pass --data-dir).")
+                                    f"`python scripts/build_datasets.py --out {data_dir} --only {spec}` in a checkout, "
+                                    f"or in Python `hf_dumpembed.data.corpora.build_datasets({str(data_dir)!r}, "
+                                    f"[{spec!r}])` (or pass --data-dir).")
         return TaskSpec(name=spec, folder=folder)
     import mteb
 

@@ -9,6 +9,7 @@ local paths written as relative paths or names (a published folder names no path
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import typing
 from dataclasses import dataclass, field
@@ -303,11 +304,24 @@ def validate(config: TrainConfig) -> TrainConfig:
     )
 
 
+def _plain_paths(value: Any) -> Any:
+    """``value`` with every `os.PathLike` (e.g. the `Path` that `build` returns) written as its string."""
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, dict):
+        return {key: _plain_paths(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain_paths(item) for item in value]
+    return value
+
+
 def config_from_dict(raw: Any, source: str = "config") -> TrainConfig:
-    """Build and validate a `TrainConfig` from a parsed YAML mapping (``data`` may be one mapping or a list)."""
+    """Build and validate a `TrainConfig` from a mapping with the YAML file's keys (``data`` may be one mapping or
+    a list; paths may be strings or `Path` objects), e.g. ``{"model": {"init_from": folder}, "data": {"path": ...},
+    "output": ...}``; every key left out takes its default."""
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: the top level must be a mapping (model:, data:, training:, output:, ...).")
-    raw = dict(raw)
+    raw = _plain_paths(raw)
     data = raw.get("data")
     if isinstance(data, dict):
         raw["data"] = [data]
