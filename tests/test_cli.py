@@ -84,7 +84,7 @@ def test_user_errors_exit_with_a_message(tiny_bert, tmp_path):
         main(["build", str(tiny_bert), str(tmp_path / "x"), "--pooling", "avg"])
     assert exit_info.value.code == 2
     # A local path that does not exist says so (not "Repo id must be in the form ..." from the Hub client).
-    with pytest.raises(SystemExit, match="missing: no such folder"):
+    with pytest.raises(SystemExit, match="missing does not exist"):
         main(["build", str(tmp_path / "missing"), str(tmp_path / "y")])
 
 

@@ -92,7 +92,9 @@ def test_remote_code_that_imports_hf_dumpembed_is_refused(publishable, hub, tmp_
     folder = copy_model(publishable, tmp_path / "leaky")
     code = folder / "modeling_dumpembed.py"
     code.write_text("import hf_dumpembed  # leaked: only on the developer's machine\n" + code.read_text())
-    text = _refused(folder, hub, r"fresh-process load \(trust_remote_code=True\) failed")
+    # not the package's own code any more: refused unless trusted; trusted, it runs only in the fresh process
+    _refused(folder, hub, r"modeling_dumpembed\.py differs from every version")
+    text = _refused(folder, hub, r"fresh-process load \(trust_remote_code=True\) failed", trust_remote_code=True)
     assert "hf_dumpembed is not installed where users load the model" in text
 
 

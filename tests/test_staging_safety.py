@@ -118,24 +118,50 @@ def test_files_are_checked_by_name_and_content_type(folder, name, content, messa
 @pytest.mark.parametrize(
     ("name", "content", "kind"),
     [
-        ("training/environment.json", json.dumps({"token": HF_TOKEN_LIKE}), "a Hugging Face token"),
-        ("training/config.yaml", f"hub_token: {HF_TOKEN_LIKE}\n", "a Hugging Face token"),
-        ("README.md", None, "a private key"),
-        ("tokenizer_config.json", None, "a GitHub token"),
-        ("training/config.yaml", 'api_key: "s3cr3t-value-123"\n', "a password or API key assignment"),
+        ("training/environment.json", json.dumps({"token": HF_TOKEN_LIKE}), "Hugging Face Token"),
+        ("training/config.yaml", f"hub_token: {HF_TOKEN_LIKE}\n", "Hugging Face Token"),
+        ("README.md", None, "Private Key"),
+        ("tokenizer_config.json", None, "GitHub Token"),
+        ("training/config.yaml", 'api_key: "s3cr3t-value-123"\n', "Secret Keyword"),
     ],
 )
 def test_nothing_that_looks_like_a_credential_is_staged(folder, name, content, kind):
     path = folder / name
     if content is None:
-        extra = PRIVATE_KEY if kind == "a private key" else "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+        extra = PRIVATE_KEY if kind == "Private Key" else "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
         content = path.read_text() + ("\n" + extra if name.endswith(".md") else "")
         if name.endswith(".json"):
             content = json.dumps({**json.loads(path.read_text()), "note": extra})
     path.write_text(content)
     problems = _problems(folder)
-    assert f"{name} contains what looks like {kind}" in problems
+    assert f"{name} contains what looks like a credential (line " in problems
+    assert f": {kind}" in problems
     assert HF_TOKEN_LIKE not in problems and "ghp_" not in problems  # the secret itself is never printed
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "Secret Keyword in text"),
+        ("password: correct-horse-battery", "Secret Keyword in text"),
+        ("Stripe live key sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc", "Stripe Access Key"),
+        ("slack webhook https://hooks.slack.com/services/T000/B000/" + "XXXXXXXXXXXXXXXXXXXXXXXX", "Slack Token"),
+    ],
+)
+def test_secrets_in_forms_the_old_patterns_missed_are_found_by_file_and_line(folder, line, kind):
+    """Fails on main (its home-made patterns missed unquoted assignments in a card and other vendors' keys):
+    detect-secrets scans every text file and the report names the file and the line."""
+    card = folder / "README.md"
+    lines = card.read_text().splitlines()
+    card.write_text("\n".join([*lines, line]) + "\n")
+    problems = _problems(folder)
+    assert f"README.md contains what looks like a credential (line {len(lines) + 1}: {kind}" in problems
+    assert line.split()[-1] not in problems
+
+
+def test_a_card_of_the_package_itself_has_no_false_positive(folder):
+    """The folder as built (card with sha256 hashes, vocabulary, remote code) is not refused for credentials."""
+    assert "credential" not in _problems(folder)
 
 
 def test_a_secret_in_safetensors_metadata_is_refused(folder):
@@ -143,7 +169,10 @@ def test_a_secret_in_safetensors_metadata_is_refused(folder):
     from safetensors.numpy import save_file
 
     save_file({"x": np.zeros(2, dtype=np.float32)}, str(folder / "extra.safetensors"), {"token": HF_TOKEN_LIKE})
-    assert "extra.safetensors's header metadata contains what looks like a Hugging Face token" in _problems(folder)
+    problems = _problems(folder)
+    assert "extra.safetensors's header metadata (one key: value a line) contains what looks like a credential " \
+           "(line 1: Hugging Face Token)" in problems
+    assert HF_TOKEN_LIKE not in problems
 
 
 def test_push_refuses_a_link_out_before_any_request(folder, tmp_path, monkeypatch):
@@ -178,3 +207,70 @@ def test_header_checker_accepts_real_safetensors(folder):
     with path.open("rb") as handle:
         assert safetensors_problem(handle, path.stat().st_size) is None
     assert content_problem("config.json", (folder / "config.json").read_bytes()) is None
+
+
+def test_only_the_code_auto_map_names_is_staged(folder):
+    """Fails on main (any top-level *.py was allowed): a Python file auto_map does not name is a stray file."""
+    (folder / "helpers.py").write_text("print('not named by auto_map')\n")
+    assert "stray files that do not belong in a published model: helpers.py" in _problems(folder)
+
+
+def test_an_edited_remote_file_is_refused_unless_trusted(folder):
+    """Fails on main (the remote code was never compared with the package's): refused by default, accepted with
+    trust_remote_code=True."""
+    modeling = folder / "modeling_dumpembed.py"
+    modeling.write_text(modeling.read_text() + "\nEXTRA = 1\n")
+    assert "modeling_dumpembed.py differs from every version of hf_dumpembed's" in _problems(folder)
+    report = FolderReport(folder=folder, kind=FolderKind.DUMPEMBED)
+    static_checks(folder, report, trust_remote_code=True)
+    assert not any("hf_dumpembed's own" in p for p in report.problems)
+    assert any("published as trusted" in line for line in report.passed)
+
+
+def _rewrite_weights(folder: Path, edit) -> None:
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(str(folder / "model.safetensors"))
+    edit(tensors)
+    save_file(tensors, str(folder / "model.safetensors"), {"format": "pt"})
+
+
+def test_weights_hold_exactly_the_models_tensors(folder):
+    """Fails on main (only headers were read): an extra tensor, a misshapen one and a NaN one are refused by the
+    data safetensors.safe_open reads, compared with the model's state dict."""
+    import torch
+
+    def edit(tensors):
+        tensors["smuggled.data"] = torch.zeros(4)
+        tensors["projection.mean"] = torch.zeros(3)
+        tensors["projection.matrix"] = tensors["projection.matrix"].clone()
+        tensors["projection.matrix"][0, 0] = float("nan")
+
+    _rewrite_weights(folder, edit)
+    problems = _problems(folder)
+    assert "model.safetensors holds tensors the model does not have: smuggled.data" in problems
+    assert "model.safetensors: tensor projection.mean has shape [3], the model's is [32]: config.json and" in problems
+    assert "model.safetensors: tensor projection.matrix holds NaN or infinite values" in problems
+
+
+def test_a_missing_tensor_and_an_extra_weights_file_are_refused(folder):
+    """Fails on main (every valid *.safetensors was accepted): only the files the model loads, with all its
+    tensors."""
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    _rewrite_weights(folder, lambda tensors: tensors.pop("projection.mean"))
+    save_file({"x": np.zeros(2, dtype=np.float32)}, str(folder / "adapter.safetensors"))
+    problems = _problems(folder)
+    assert "adapter.safetensors is not a weights file the model loads (it loads model.safetensors)" in problems
+    assert "model.safetensors: the model's tensors projection.mean are in no weights file" in problems
+
+
+@pytest.mark.parametrize("where", ["inside", "equal"])
+def test_a_stage_dir_inside_the_model_folder_is_refused(folder, where):
+    """Fails on main (push staged into the folder it promised not to modify): refused, the folder unchanged."""
+    before = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))
+    stage = folder / "stage" if where == "inside" else folder
+    with pytest.raises(ValueError, match="inside the model folder"):
+        push_folder(folder, "acme/tiny-dump", dry_run=True, staging_dir=stage)
+    assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")) == before

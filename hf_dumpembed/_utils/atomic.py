@@ -192,6 +192,32 @@ def check_separate(out_dir: str | Path, inputs: Iterable[str | Path | None]) -> 
                              "an output folder that does not contain the input.")
 
 
+def current_umask() -> int:
+    """The process's umask (read from /proc where it can be, so that it is never changed, even for an instant)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def apply_umask(folder: Path) -> None:
+    """Give ``folder`` and everything in it the modes a plain ``mkdir``/``open`` would have given them under the
+    user's umask (``tempfile`` creates 0700 folders and some writers 0600 files, whatever the umask)."""
+    mask = current_umask()
+    for directory, dirs, files in os.walk(folder):
+        os.chmod(directory, 0o777 & ~mask)
+        for name in files:
+            path = Path(directory) / name
+            if not path.is_symlink():
+                executable = path.stat().st_mode & 0o100
+                os.chmod(path, (0o777 if executable else 0o666) & ~mask)
+
+
 @contextmanager
 def atomic_output(out_dir: str | Path, inputs: Iterable[str | Path | None] = (),
                   check: Callable[[Path], object] | None = None) -> Iterator[Path]:
@@ -207,6 +233,7 @@ def atomic_output(out_dir: str | Path, inputs: Iterable[str | Path | None] = (),
         staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}{STAGING}", dir=out_dir.parent))
         try:
             yield staging
+            apply_umask(staging)
             swap_into_place(staging, out_dir)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)

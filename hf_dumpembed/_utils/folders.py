@@ -35,3 +35,30 @@ def staged_output(out_dir: str | Path, overwrite: bool = False,
     out_dir = check_output_dir(out_dir, overwrite, inputs).resolve()
     with atomic_output(out_dir, inputs, check=lambda path: check_output_dir(path, overwrite)) as staging:
         yield staging
+
+
+@contextmanager
+def staged_file(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary file next to ``path``; on success it replaces ``path`` in one rename (with the user's
+    umask), on error it is removed and ``path`` is what it was. One writer at a time (the output lock)."""
+    import os
+    import tempfile
+
+    from .atomic import current_umask, output_lock
+
+    path = Path(path).expanduser().absolute()
+    if path.is_dir():
+        raise IsADirectoryError(f"{path} is a folder; give a file path.")
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"{path.parent} does not exist: create it first, or give another path.")
+    with output_lock(path):
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.staging-", dir=path.parent)
+        os.close(fd)
+        staging = Path(name)
+        try:
+            yield staging
+            os.chmod(staging, 0o666 & ~current_umask())
+            os.replace(staging, path)
+        except BaseException:
+            staging.unlink(missing_ok=True)
+            raise

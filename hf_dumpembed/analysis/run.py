@@ -6,12 +6,15 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._utils.folders import staged_output
+from .._utils.remote_trust import require_trusted_code
 from ..model.backbone import is_decoder_folder
 from .logit_lens import DEFAULT_RATIO, LogitLens, logit_lens
 from .plots import plot_token_statistics
 from .token_stats import TokenStatistics, attention_sinks, token_statistics
 
 LENS_TEXTS = 8
+ANALYSIS_FILES = ("analysis.json", "token_statistics.png", "logit_lens.md")
 
 
 @dataclass(frozen=True)
@@ -30,42 +33,58 @@ def _is_decoder(model_dir: Path) -> bool:
     return is_decoder_folder(json.loads((model_dir / "config.json").read_text()))
 
 
+def _check_output(out: Path) -> None:
+    """Refuse an ``--out`` that holds anything but a previous analysis (it is replaced as a whole)."""
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"{out} exists and is not a folder; choose another --out.")
+    other = sorted(p.name for p in out.iterdir() if p.name not in ANALYSIS_FILES) if out.is_dir() else []
+    if other:
+        raise FileExistsError(f"{out} holds files that are not an analysis ({', '.join(other[:5])}); it would be "
+                              "replaced as a whole: choose another --out (an empty or new folder).")
+
+
 def analyze(
     model_dirs: list[str | Path], texts: list[str], out: str | Path, labels: list[str] | None = None,
     max_length: int | None = None, ratio: int = DEFAULT_RATIO, plot: bool = True, sinks: int = 0,
+    trust_remote_code: bool = False,
 ) -> AnalysisResult:
     """Measure each model on ``texts``; write ``OUT/analysis.json``, ``OUT/token_statistics.png`` and, for
-    decoders, ``OUT/logit_lens.md`` (top tokens before/after EmbedFilter on the first texts)."""
+    decoders, ``OUT/logit_lens.md`` (top tokens before/after EmbedFilter on the first texts).
+
+    Each folder's remote code must be hf_dumpembed's own unless ``trust_remote_code``. ``OUT`` is written through
+    a staging folder and swapped in whole (a failed run leaves it as it was); it may hold only a previous analysis."""
     model_dirs = [Path(m) for m in model_dirs]
     for model_dir in model_dirs:
         if not (model_dir / "config.json").is_file():
             raise FileNotFoundError(f"{model_dir} is not a model folder (no config.json).")
+        require_trusted_code(model_dir, trust_remote_code)
     labels = labels or [m.name for m in model_dirs]
     if len(labels) != len(model_dirs):
         raise ValueError(f"got {len(labels)} labels for {len(model_dirs)} models.")
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    statistics = [token_statistics(m, texts, max_length=max_length) for m in model_dirs]
-    lenses = [logit_lens(m, texts[:LENS_TEXTS], ratio=ratio, max_length=max_length)
-              for m in model_dirs if _is_decoder(m)]
-    payload = {
-        "texts": {"count": len(texts), "max_length": max_length},
-        "models": {label: s.to_dict() for label, s in zip(labels, statistics, strict=True)},
-        "logit_lens": [lens.to_dict() for lens in lenses],
-    }
-    sink_lists = None
-    if sinks:
-        sink_lists = {label: attention_sinks(m, texts, max_length=max_length, top=sinks, progress=False)
-                      for label, m in zip(labels, model_dirs, strict=True)}
-        payload["attention_sinks"] = sink_lists
-    json_path = out / "analysis.json"
-    json_path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    plot_path = plot_token_statistics(statistics, labels, out / "token_statistics.png") if plot else None
-    lens_path = None
-    if lenses:
-        lens_path = out / "logit_lens.md"
-        lens_path.write_text("\n".join(lens.markdown() for lens in lenses), encoding="utf-8")
-    return AnalysisResult(statistics, lenses, json_path, plot_path, lens_path, sink_lists)
+    _check_output(out)
+    with staged_output(out, overwrite=True, inputs=model_dirs) as staging:
+        statistics = [token_statistics(m, texts, max_length=max_length) for m in model_dirs]
+        lenses = [logit_lens(m, texts[:LENS_TEXTS], ratio=ratio, max_length=max_length)
+                  for m in model_dirs if _is_decoder(m)]
+        payload = {
+            "texts": {"count": len(texts), "max_length": max_length},
+            "models": {label: s.to_dict() for label, s in zip(labels, statistics, strict=True)},
+            "logit_lens": [lens.to_dict() for lens in lenses],
+        }
+        sink_lists = None
+        if sinks:
+            sink_lists = {label: attention_sinks(m, texts, max_length=max_length, top=sinks, progress=False)
+                          for label, m in zip(labels, model_dirs, strict=True)}
+            payload["attention_sinks"] = sink_lists
+        (staging / "analysis.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n",
+                                               encoding="utf-8")
+        if plot:
+            plot_token_statistics(statistics, labels, staging / "token_statistics.png")
+        if lenses:
+            (staging / "logit_lens.md").write_text("\n".join(lens.markdown() for lens in lenses), encoding="utf-8")
+    return AnalysisResult(statistics, lenses, out / "analysis.json", out / "token_statistics.png" if plot else None,
+                          out / "logit_lens.md" if lenses else None, sink_lists)
 
 
 def describe(result: AnalysisResult, labels: list[str]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .._utils.console import say
+from . import add_trust_flag
 
 ANALYZE_DESCRIPTION = """\
 Token-level analysis of MODEL (and --compare OTHER, side by side), the [DUMP] paper's Figure 2: for each
@@ -31,7 +32,7 @@ def _analyze(args: argparse.Namespace) -> None:
     labels = args.label or None
     texts = read_texts(args.texts, args.max_texts)
     result = analyze(models, texts, args.out, labels=labels, max_length=args.max_length, ratio=args.ratio,
-                     plot=not args.no_plot, sinks=args.sinks)
+                     plot=not args.no_plot, sinks=args.sinks, trust_remote_code=args.trust_remote_code)
     say(describe(result, labels or [p.rstrip("/").split("/")[-1] for p in models]))
 
 
@@ -57,4 +58,5 @@ def register(commands: argparse._SubParsersAction) -> None:
     analyze.add_argument("--sinks", type=int, default=0, metavar="N",
                          help="also list the N tokens that receive the most last-layer attention per occurrence "
                          "(attention sinks; e.g. the token for `build --init token --init-token T`)")
+    add_trust_flag(analyze)
     analyze.set_defaults(func=_analyze)

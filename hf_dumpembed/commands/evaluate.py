@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .._utils.console import say
+from . import add_trust_flag
 
 EVAL_DESCRIPTION = """\
 Evaluate MODEL with mteb through its stock sentence-transformers wrapper (trust_remote_code=True), print
@@ -44,6 +45,7 @@ def _eval(args: argparse.Namespace) -> None:
         revision=args.revision,
         batch_size=args.batch_size,
         overwrite=args.overwrite,
+        trust_remote_code=args.trust_remote_code,
     )
     say(run.table())
 
@@ -111,7 +113,10 @@ def _report(args: argparse.Namespace) -> None:
     baseline = renames.get(args.baseline, args.baseline) if args.baseline else None
     table = markdown_table(records, tasks=args.tasks, digits=args.digits, baseline=baseline)
     if args.out:
-        Path(args.out).write_text(table, encoding="utf-8")
+        from .._utils.folders import staged_file
+
+        with staged_file(args.out) as staging:  # a failed write leaves the old file (or none)
+            staging.write_text(table, encoding="utf-8")
         say(f"Wrote {args.out}")
     say(table.rstrip("\n"))
 
@@ -166,6 +171,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     evaluate.add_argument("--batch-size", type=int, default=32, help="encode batch size (default: 32)")
     evaluate.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     evaluate.add_argument("--overwrite", action="store_true", help="re-run tasks that already have results")
+    add_trust_flag(evaluate)
     evaluate.set_defaults(func=_eval)
 
     submission = commands.add_parser(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 
+from . import add_trust_flag
+
 DESCRIPTION = """\
 Fit a post-hoc linear projection on a DumpEmbed model and write OUT, a new model folder whose projection
 (mean + matrix, applied to the L2-normalised pooled embedding, then L2 again) holds the fitted map. MODEL is
@@ -53,7 +55,8 @@ def _fit(args: argparse.Namespace) -> None:
 
         dist.init_process_group("gloo")
     try:
-        out = fit_projection(args.model, args.out, options, corpus=args.corpus, overwrite=args.overwrite)
+        out = fit_projection(args.model, args.out, options, corpus=args.corpus, overwrite=args.overwrite,
+                             trust_remote_code=args.trust_remote_code)
     finally:
         if distributed:
             dist.destroy_process_group()
@@ -99,4 +102,5 @@ def register(commands: argparse._SubParsersAction) -> None:
                         help="EmbedFilter on an untied LM: the original causal-LM folder holding lm_head.weight")
     parser.add_argument("--no-plots", action="store_true", help="do not write plots/*.png (they need matplotlib)")
     parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    add_trust_flag(parser)
     parser.set_defaults(func=_fit)

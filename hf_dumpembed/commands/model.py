@@ -7,12 +7,21 @@ from pathlib import Path
 
 from .._utils.console import say
 from ..remote.configuration_dumpembed import POOLING_MODES
+from . import add_trust_flag
+
+
+def looks_like_a_path(name: str) -> bool:
+    """True for a BACKBONE that can only be a local path (a Hub id is ``name`` or ``owner/name``)."""
+    return name.startswith(("/", ".", "~")) or name.count("/") > 1 or "\\" in name
 
 
 def _build(args: argparse.Namespace) -> None:
     from ..data.assets import resolve_backbone
     from ..model.builder import BuildOptions, build
 
+    if looks_like_a_path(args.backbone) and not Path(args.backbone).expanduser().exists():
+        raise FileNotFoundError(f"BACKBONE {args.backbone} does not exist: give an existing local model folder, a Hub "
+                                "id (owner/name) or embedded:encoder / embedded:decoder.")
     options = BuildOptions(
         num_dump_tokens=args.dump_tokens,
         pooling=args.pooling,
@@ -43,8 +52,14 @@ def _export_st(args: argparse.Namespace) -> None:
     from ..model.export import export_stock_st
     from ..model.verify import check_load_paths
 
+    if not args.no_check:  # the check loads MODEL with its remote code: refuse code that is not ours first
+        from .._utils.remote_trust import require_trusted_code
+
+        require_trusted_code(args.model, args.trust_remote_code)
+
     def check(staging: Path) -> None:  # on the complete export, before it is moved into place
-        report = check_load_paths(args.model, stock_export_dir=staging, include_mteb=False)
+        report = check_load_paths(args.model, stock_export_dir=staging, include_mteb=False,
+                                  trust_remote_code=args.trust_remote_code)
         say(report.describe())
         if not report.ok:
             raise SystemExit("The stock export does not reproduce the model's vectors (see above); nothing was "
@@ -58,9 +73,14 @@ def _verify(args: argparse.Namespace) -> None:
     from ..data.text_input import read_text_lines
     from ..model.verify import check_load_paths
 
-    texts = read_text_lines(args.texts) if args.texts else None
-    kwargs = {"texts": [t for t in texts if t.strip()]} if texts else {}
-    report = check_load_paths(args.model, stock_export_dir=args.stock, tolerance=args.tolerance, **kwargs)
+    kwargs = {}
+    if args.texts is not None:
+        kwargs["texts"] = [t for t in read_text_lines(args.texts) if t.strip()]
+        if not kwargs["texts"]:
+            raise SystemExit(f"--texts {args.texts} holds no text (every line is blank): give a file with one input "
+                             "per line, or leave --texts out to check the built-in samples.")
+    report = check_load_paths(args.model, stock_export_dir=args.stock, tolerance=args.tolerance,
+                              trust_remote_code=args.trust_remote_code, **kwargs)
     say(report.describe())
     if not report.ok:
         raise SystemExit(1)
@@ -148,6 +168,7 @@ def _add_export(commands: argparse._SubParsersAction) -> None:
     export.add_argument("out", help="output folder")
     export.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
     export.add_argument("--no-check", action="store_true", help="skip the vector comparison after export")
+    add_trust_flag(export)
     export.set_defaults(func=_export_st)
 
 
@@ -162,6 +183,7 @@ def _add_verify(commands: argparse._SubParsersAction) -> None:
     verify.add_argument("--stock", default=None, help="a stock export of MODEL to compare too")
     verify.add_argument("--texts", default=None, help="a text file, one input per line (default: built-in samples)")
     verify.add_argument("--tolerance", type=float, default=1e-5, help="largest allowed |difference| (default: 1e-5)")
+    add_trust_flag(verify)
     verify.set_defaults(func=_verify)
 
 

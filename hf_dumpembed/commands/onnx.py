@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .._utils.console import say
+from . import add_trust_flag
 
 DESCRIPTION = """\
 Export MODEL (a DumpEmbed folder) as OUT/model.onnx: one graph from the tokenizer's output to the final embedding
@@ -28,7 +29,10 @@ Needs pip install 'hf_dumpembed[onnx]' (and 'hf_dumpembed[openvino]').
 
 
 def _export_onnx(args: argparse.Namespace) -> None:
+    from .._utils.remote_trust import require_trusted_code
     from ..model.onnx_export import export_onnx
+
+    require_trusted_code(args.model, args.trust_remote_code)  # the export loads the folder's tokenizer with its code
 
     if args.int8_mlp_fp32 and not args.int8:
         raise ValueError("--int8-mlp-fp32 chooses how the int8 graph is quantised; add --int8.")
@@ -59,4 +63,5 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-fuse", action="store_true",
                         help="skip model_optimized.onnx (onnxruntime's fused graph); int8 then quantises model.onnx")
     parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    add_trust_flag(parser)
     parser.set_defaults(func=_export_onnx)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .._utils.console import say
+from . import add_trust_flag
 
 DESCRIPTION = """\
 Publish MODEL (a DumpEmbed folder, or its stock export from `hf-dumpembed export-st`) to the Hub as REPO_ID.
@@ -53,6 +54,7 @@ def _push(args: argparse.Namespace) -> None:
         staging_dir=args.stage_dir,
         results_dir=args.results,
         results_model=args.results_model,
+        trust_remote_code=args.trust_remote_code,
     )
     say(result.report.describe())
     if args.dry_run:
@@ -94,4 +96,5 @@ def register(commands: argparse._SubParsersAction) -> None:
                       help="which model's results to show when DIR holds several (as for `card`)")
     push.add_argument("--stage-dir", default=None, metavar="DIR",
                       help="stage the files here (an empty or new folder) instead of a temporary folder")
+    add_trust_flag(push)
     push.set_defaults(func=_push)

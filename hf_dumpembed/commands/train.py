@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 
+from . import add_trust_flag
+
 DESCRIPTION = """\
 Fine-tune a DumpEmbed model with the [DUMP] paper's recipe: InfoNCE on cosine similarity (scale 20) with
 in-batch and hard negatives, GradCache (CachedMultipleNegativesRankingLoss), no-duplicates batches, lr 1e-4
@@ -33,7 +35,7 @@ def _train(args: argparse.Namespace) -> None:
     if args.output is not None:
         overrides["output"] = args.output
     config = load_config(args.config, overrides)
-    out = train(config, resume=args.resume)
+    out = train(config, resume=args.resume, trust_remote_code=args.trust_remote_code)
     if int(os.environ.get("RANK", "0")) == 0:  # under torchrun only rank 0 writes, and says so
         say(f"Wrote {out}")
 
@@ -46,6 +48,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("config", help="YAML run config (see scripts/configs/*.yaml)")
+    add_trust_flag(parser)
     parser.add_argument("--resume", action="store_true",
                         help="continue from the last checkpoint in the run's checkpoint folder")
     parser.add_argument("--seed", type=int, default=None, help="override the config's seed")

@@ -94,7 +94,13 @@ def load_corpus(folder: str | Path) -> dict[str, dict[str, str]]:
         doc_id = str(row["_id"])
         if doc_id in corpus:
             raise ValueError(f"{path}:{line_number}: duplicate document id {doc_id!r}.")
-        corpus[doc_id] = {"title": str(row.get("title") or ""), "text": row["text"]}
+        if not doc_id.strip():
+            raise ValueError(f"{path}:{line_number}: a document id is empty: give every document an \"_id\".")
+        title = str(row.get("title") or "")
+        if not row["text"].strip() and not title.strip():
+            raise ValueError(f"{path}:{line_number}: document {doc_id!r} has an empty text and no title: there is "
+                             "nothing to encode; remove it (and its judgements) or fill it in.")
+        corpus[doc_id] = {"title": title, "text": row["text"]}
     if not corpus:
         raise ValueError(f"{path} holds no documents.")
     return corpus
@@ -104,10 +110,18 @@ def load_queries(folder: str | Path) -> dict[str, str]:
     """``queries.jsonl`` as id -> text; each line needs ``_id`` and ``text``."""
     path = _require_file(Path(folder) / QUERIES_FILE, 'queries.jsonl with one {"_id", "text"} per line')
     queries: dict[str, str] = {}
+    first_line: dict[str, int] = {}
     for line_number, row in read_jsonl(path):
         if "_id" not in row or not isinstance(row.get("text"), str):
             raise ValueError(f'{path}:{line_number}: a query needs "_id" and a string "text".')
-        queries[str(row["_id"])] = row["text"]
+        query_id = str(row["_id"])
+        if query_id in queries:
+            raise ValueError(f"{path}:{line_number}: duplicate query id {query_id!r} (first on line "
+                             f"{first_line[query_id]}): each query id must appear once; remove or rename one.")
+        if not query_id.strip() or not row["text"].strip():
+            raise ValueError(f"{path}:{line_number}: query {query_id!r} has an empty id or text: fill it in or "
+                             "remove the line (and its judgements).")
+        queries[query_id], first_line[query_id] = row["text"], line_number
     return queries
 
 
@@ -115,6 +129,7 @@ def load_qrels(folder: str | Path, split: str = "test") -> dict[str, dict[str, i
     """``qrels/<split>.tsv`` (header ``query-id corpus-id score``) as query id -> document id -> score."""
     path = _require_file(Path(folder) / "qrels" / f"{split}.tsv", f"qrels/{split}.tsv (query-id, corpus-id, score)")
     qrels: dict[str, dict[str, int]] = {}
+    first_line: dict[tuple[str, str], int] = {}
     lines = (line for _, line in iter_utf8_lines(path))
     for line_number, fields in enumerate(csv.reader(lines, delimiter="\t"), start=1):
         if not fields or (line_number == 1 and fields[0] == QRELS_HEADER[0]):
@@ -125,7 +140,12 @@ def load_qrels(folder: str | Path, split: str = "test") -> dict[str, dict[str, i
             score = int(fields[2])
         except ValueError:
             raise ValueError(f"{path}:{line_number}: score {fields[2]!r} is not an integer.") from None
+        if fields[1] in qrels.get(fields[0], {}):
+            raise ValueError(f"{path}:{line_number}: the pair query {fields[0]!r}, document {fields[1]!r} is judged "
+                             f"again (first on line {first_line[fields[0], fields[1]]}, score "
+                             f"{qrels[fields[0]][fields[1]]}; here {score}): keep one judgement per pair.")
         qrels.setdefault(fields[0], {})[fields[1]] = score
+        first_line[fields[0], fields[1]] = line_number
     if not qrels:
         raise ValueError(f"{path} holds no relevance judgements.")
     return qrels

@@ -60,10 +60,52 @@ def run_eval(
     revision: str | None = None,
     batch_size: int = 32,
     overwrite: bool = False,
+    trust_remote_code: bool = False,
 ) -> EvalRun:
     """Evaluate ``model_dir`` on ``tasks`` with ``mteb.evaluate`` and mteb's stock
-    ``SentenceTransformerEncoderWrapper`` (``trust_remote_code=True``); results go to mteb's layout under
-    ``results_dir/results/<org>__<name>/<revision>/`` with the model's full ``ModelMeta``."""
+    ``SentenceTransformerEncoderWrapper``; results go to mteb's layout under
+    ``results_dir/results/<org>__<name>/<revision>/`` with the model's full ``ModelMeta``.
+
+    The folder's remote code must be hf_dumpembed's own unless ``trust_remote_code`` (UntrustedRemoteCode). A run
+    that fails leaves no results folder it created without writing a result into it."""
+    from .._utils.remote_trust import require_trusted_code
+
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer; got {batch_size!r}.")
+    model_dir = Path(model_dir)
+    if not (model_dir / "config.json").is_file():
+        raise FileNotFoundError(f"{model_dir} is not a model folder (no config.json).")
+    require_trusted_code(model_dir, trust_remote_code)
+    created = _missing_parents(Path(results_dir))
+    try:
+        return _run_eval(model_dir, tasks, results_dir, data_dir, model_name, revision, batch_size, overwrite)
+    except BaseException:
+        _remove_empty_folders(created)
+        raise
+
+
+def _missing_parents(folder: Path) -> list[Path]:
+    """``folder`` and those of its parents that do not exist yet, deepest first."""
+    missing = []
+    folder = folder.expanduser().absolute()
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def _remove_empty_folders(created: list[Path]) -> None:
+    """Remove the topmost folder of ``created`` (deepest first) when no file was written anywhere inside it."""
+    import shutil
+
+    top = created[-1] if created else None
+    if top is not None and top.is_dir() and not any(path.is_file() for path in top.rglob("*")):
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def _run_eval(model_dir: Path, tasks: list[str], results_dir: str | Path, data_dir: str | Path,
+              model_name: str | None, revision: str | None, batch_size: int, overwrite: bool) -> EvalRun:
+    """`run_eval` once its arguments and the folder's code are checked."""
     import mteb
     from datasets.exceptions import DatasetGenerationError
     from mteb.cache import ResultCache
@@ -71,9 +113,6 @@ def run_eval(
 
     from .model_meta import SubmissionOptions, build_model_meta
 
-    model_dir = Path(model_dir)
-    if not (model_dir / "config.json").is_file():
-        raise FileNotFoundError(f"{model_dir} is not a model folder (no config.json).")
     task_objects = load_tasks(tasks, data_dir)  # fails fast on bad folders / offline official tasks
     meta = build_model_meta(model_dir, SubmissionOptions(name=model_name, revision=revision), strict=False)
     wrapper = SentenceTransformerEncoderWrapper(str(model_dir), revision=None, trust_remote_code=True)

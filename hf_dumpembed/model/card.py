@@ -477,7 +477,10 @@ def write_card(
     source: str | Path | None = None,
 ) -> Path:
     """Render the card into ``model_dir/README.md``."""
+    from .._utils.folders import staged_file
+
     text = render_card(model_dir, model_id, revision, results_dir, results_model, source)
     path = Path(model_dir) / "README.md"
-    path.write_text(text)
+    with staged_file(path) as staging:  # the old card stays whole until the new one is complete
+        staging.write_text(text)
     return path

@@ -26,6 +26,7 @@ from transformers import AutoTokenizer, PreTrainedTokenizerBase
 from .._utils.atomic import output_lock
 from .._utils.folders import check_output_dir, staged_output
 from .._utils.public_paths import public_path
+from .._utils.remote_trust import require_trusted_code
 from ..model.folder_check import require_dumpembed_folder
 from ..model.prompting import PROMPT_TEMPLATES, PromptMode, prompt_mode, set_prompt_mode  # noqa: F401 - re-exported
 from ..remote import DumpEmbedModel
@@ -360,9 +361,9 @@ def load_for_fit(model_dir: Path) -> tuple[DumpEmbedModel, PreTrainedTokenizerBa
 
 
 def fit_projection(model_dir: str | Path, out_dir: str | Path, options: FitOptions,
-                   corpus: str | Path | None = None, overwrite: bool = False) -> Path:
+                   corpus: str | Path | None = None, overwrite: bool = False, trust_remote_code: bool = False) -> Path:
     """Fit ``options.method`` on ``model_dir`` (encoding ``corpus`` when the method needs one) into ``out_dir``."""
-    return fit_projections(model_dir, {out_dir: options}, corpus, overwrite)[0]
+    return fit_projections(model_dir, {out_dir: options}, corpus, overwrite, trust_remote_code)[0]
 
 
 # FitOptions fields that decide which texts are encoded and how: fits sharing one encoding pass must agree on them.
@@ -370,12 +371,15 @@ _ENCODING_FIELDS = ("seed", "max_texts", "batch_size", "prompt", "text_column", 
 
 
 def fit_projections(model_dir: str | Path, targets: Mapping[str | Path, FitOptions],
-                    corpus: str | Path | None = None, overwrite: bool = False) -> list[Path]:
+                    corpus: str | Path | None = None, overwrite: bool = False,
+                    trust_remote_code: bool = False) -> list[Path]:
     """Fit several projections of one model into their own folders, encoding ``corpus`` once for all of them
-    (e.g. SpecTemp and PCA at the same k: the same spectrum, two maps). Returns the folders in ``targets`` order."""
+    (e.g. SpecTemp and PCA at the same k: the same spectrum, two maps). Returns the folders in ``targets`` order.
+    The folder's code must be hf_dumpembed's own (it is copied into every output) unless ``trust_remote_code``."""
     import torch.distributed as dist
 
     model_dir = require_dumpembed_folder(model_dir)
+    require_trusted_code(model_dir, trust_remote_code)
     items = [(Path(out), options) for out, options in targets.items()]
     writer = not (dist.is_available() and dist.is_initialized() and dist.get_rank() != 0)
     with ExitStack() as locks:

@@ -26,6 +26,7 @@ import numpy as np
 import yaml
 
 from .._utils.public_paths import private_prefixes
+from .._utils.remote_trust import foreign_code, require_trusted_code
 from .staging_safety import (
     TRAINING_SIDE_FILES,
     Identity,
@@ -34,6 +35,7 @@ from .staging_safety import (
     stage_verified,
     training_file_problem,
 )
+from .weights import weights_problems
 
 # Weight and data formats that unpickle or are not safetensors: never published.
 FORBIDDEN_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".h5", ".msgpack", ".npy", ".npz", ".joblib")
@@ -133,12 +135,13 @@ def _module_dirs(folder: Path) -> set[str]:
     return {m["path"] for m in json.loads(modules.read_text()) if m.get("path")}
 
 
-def is_allowed(path: str, kind: FolderKind, module_dirs: set[str]) -> bool:
-    """The allowlist of a published folder."""
+def is_allowed(path: str, kind: FolderKind, module_dirs: set[str], code_files: set[str] | None = None) -> bool:
+    """The allowlist of a published folder; ``code_files``: the ``*.py`` files config.json's ``auto_map`` names
+    (the only code a DumpEmbed folder may carry; safetensors files are checked by `weights_problems`)."""
     parts = path.split("/")
     if len(parts) == 1:
         return (path in ROOT_FILES or path.endswith(".safetensors") or path == "model.safetensors.index.json"
-                or (kind is FolderKind.DUMPEMBED and path.endswith(".py")))
+                or (kind is FolderKind.DUMPEMBED and path in (code_files or set())))
     if parts[0] == "plots":
         return len(parts) == 2 and path.endswith(".png")
     if parts[0] == "training":
@@ -148,8 +151,10 @@ def is_allowed(path: str, kind: FolderKind, module_dirs: set[str]) -> bool:
     return False
 
 
-def static_checks(folder: Path, report: FolderReport, repo_id: str | None = None) -> list[str]:
-    """File-level checks; returns the files that would be uploaded."""
+def static_checks(folder: Path, report: FolderReport, repo_id: str | None = None,
+                  trust_remote_code: bool = False) -> list[str]:
+    """File-level checks; returns the files that would be uploaded. Code that is not hf_dumpembed's own remote code
+    is refused unless ``trust_remote_code``; it is never imported here."""
     kind = report.kind
     scan = scan_folder(folder)
     report.problems += scan.problems
@@ -178,7 +183,11 @@ def static_checks(folder: Path, report: FolderReport, repo_id: str | None = None
         if missing:
             report.problems.append(f"model.safetensors.index.json names missing shards: {', '.join(missing)}")
     if not forbidden and weights:
-        report.passed.append(f"safetensors weights only ({', '.join(weights)})")
+        weight_problems = weights_problems(folder, files, kind is FolderKind.DUMPEMBED)
+        report.problems += weight_problems
+        if not weight_problems:
+            report.passed.append(f"safetensors weights only, exactly the model's tensors, all finite "
+                                 f"({', '.join(f for f in files if f.endswith('.safetensors'))})")
 
     code_files = sorted(f for f in files if f.endswith(".py") and "/" not in f)
     if kind is FolderKind.DUMPEMBED:
@@ -189,12 +198,12 @@ def static_checks(folder: Path, report: FolderReport, repo_id: str | None = None
         elif missing:
             report.problems.append(f"remote code files named by config.json auto_map are missing: {', '.join(missing)}")
         else:
-            report.passed.append(f"remote code present ({', '.join(sorted(needed))})")
+            _check_code_is_ours(folder, sorted(needed), report, trust_remote_code)
     elif code_files or config.get("auto_map"):
         report.problems.append(f"a stock export must not carry remote code: {', '.join(code_files) or 'auto_map'} "
                                "(re-export with `hf-dumpembed export-st`)")
     else:
-        report.passed.append("no remote code (stock export)")
+        _check_code_is_ours(folder, [], report, trust_remote_code)
 
     if not any(f in files for f in ("tokenizer.json", "tokenizer_config.json")):
         report.problems.append("no tokenizer files (tokenizer.json / tokenizer_config.json)")
@@ -209,7 +218,8 @@ def static_checks(folder: Path, report: FolderReport, repo_id: str | None = None
         report.passed.append("model card README.md with valid YAML front matter")
 
     module_dirs = _module_dirs(folder)
-    stray = [f for f in files if not is_allowed(f, kind, module_dirs)]
+    code = remote_code_files(config) if kind is FolderKind.DUMPEMBED else set()
+    stray = [f for f in files if not is_allowed(f, kind, module_dirs, code)]
     if stray:
         report.problems.append(
             f"stray files that do not belong in a published model: {', '.join(stray)} (a published folder holds "
@@ -219,6 +229,21 @@ def static_checks(folder: Path, report: FolderReport, repo_id: str | None = None
     else:
         report.passed.append(f"no stray files ({len(files)} files)")
     return files
+
+
+def _check_code_is_ours(folder: Path, code: list[str], report: FolderReport, trust_remote_code: bool) -> None:
+    """A problem for code in ``folder`` that is not hf_dumpembed's own (unless ``trust_remote_code``)."""
+    foreign = foreign_code(folder)
+    if foreign and not trust_remote_code:
+        report.problems.append("code that is not hf_dumpembed's own remote code: " + "; ".join(foreign) + ". Publish "
+                               "folders made by hf-dumpembed, or read the files and pass --trust-remote-code")
+    elif foreign:
+        report.passed.append(f"code that is not hf_dumpembed's own, published as trusted (--trust-remote-code): "
+                             f"{'; '.join(foreign)}")
+    elif code:
+        report.passed.append(f"remote code present and byte-identical to hf_dumpembed's own ({', '.join(code)})")
+    else:
+        report.passed.append("no remote code (stock export)")
 
 
 def card_model_id(card_text: str) -> str | None:
@@ -356,13 +381,14 @@ def compare_load_paths(out: dict, report: FolderReport, tolerance: float = 1e-5,
 
 def check_folder(folder: str | Path, source: str | Path | None = None, tolerance: float = 1e-5,
                  staging: Path | None = None, repo_id: str | None = None,
-                 link_weights: bool | None = None) -> tuple[FolderReport, list[str]]:
+                 link_weights: bool | None = None, trust_remote_code: bool = False) -> tuple[FolderReport, list[str]]:
     """Run every check on ``folder``; stage the files into ``staging`` (a temporary folder when None).
 
     ``source`` is the DumpEmbed folder a stock export came from: its vectors (same fresh process, remote code)
     must equal the export's; ``repo_id`` is where it goes (the card's snippets must load it); ``link_weights``
-    hard-links weights into the staging folder (default: only into a temporary one). Returns the report and the
-    files that would be uploaded.
+    hard-links weights into the staging folder (default: only into a temporary one); ``trust_remote_code``
+    accepts code that is not hf_dumpembed's own (it then runs, in the fresh process only). Returns the report and
+    the files that would be uploaded.
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -373,7 +399,8 @@ def check_folder(folder: str | Path, source: str | Path | None = None, tolerance
             raise ValueError("--source is for a stock export: it names the DumpEmbed folder it was exported from.")
         if not Path(source).is_dir() or folder_kind(Path(source)) is not FolderKind.DUMPEMBED:
             raise ValueError(f"--source {source} is not a DumpEmbed folder.")
-    files = static_checks(folder, report, repo_id)
+        require_trusted_code(source, trust_remote_code)  # it is loaded (in a fresh process) with its code
+    files = static_checks(folder, report, repo_id, trust_remote_code)
     if report.problems:  # no point loading a folder that is already refused
         return report, files
     how = "trust_remote_code=True" if report.kind is FolderKind.DUMPEMBED else "trust_remote_code=False"

@@ -91,6 +91,17 @@ def validate_target(repo_id: str, branch: str | None) -> None:
         raise ValueError(f"--branch {branch!r} is not a valid branch name.")
 
 
+def check_stage_dir(staging: Path, folder: Path) -> None:
+    """Refuse a ``--stage-dir`` that is, lies inside or contains the model folder (push never writes into it)."""
+    stage, model = staging.expanduser().resolve(), folder.expanduser().resolve()
+    if stage == model or model in stage.parents:
+        raise ValueError(f"--stage-dir {staging} is inside the model folder {folder} (or is it), which push never "
+                         "modifies: choose a staging folder elsewhere.")
+    if stage in model.parents:
+        raise ValueError(f"--stage-dir {staging} contains the model folder {folder}: choose an empty staging folder "
+                         "elsewhere.")
+
+
 def push_folder(
     folder: str | Path,
     repo_id: str,
@@ -104,6 +115,7 @@ def push_folder(
     endpoint: str | None = None,
     results_dir: str | Path | None = None,
     results_model: str | None = None,
+    trust_remote_code: bool = False,
 ) -> PushResult:
     """Check ``folder``, stage it, and (unless ``dry_run``) upload it as one commit to ``repo_id``.
 
@@ -118,6 +130,8 @@ def push_folder(
         staging_dir: where to stage (must be empty or absent); default a temporary folder.
         endpoint: the Hub URL (default: huggingface_hub's, i.e. ``HF_ENDPOINT``).
         results_dir, results_model: mteb results for the card's evaluation table, when the card is rendered.
+        trust_remote_code: publish code that is not hf_dumpembed's own (refused by default; run only in the
+            fresh check process).
 
     The folder is first copied and its card rendered there for ``repo_id`` when it is missing or loads another id
     (``folder`` itself is never modified); every check then runs on that copy.
@@ -132,7 +146,7 @@ def push_folder(
         check_online()
         token = resolve_token()  # before the (slow) checks: fail fast
     if staging_dir is not None:
-        staging = Path(staging_dir)
+        check_stage_dir(staging := Path(staging_dir), Path(folder))  # never inside the folder push leaves as it is
         if staging.exists() and any(staging.iterdir()):
             raise FileExistsError(f"--stage-dir {staging} is not empty; give an empty or new folder.")
         staging.mkdir(parents=True, exist_ok=True)
@@ -149,7 +163,8 @@ def push_folder(
         card = stage_for_repo(folder, copy, repo_id, source=source, results_dir=results_dir,
                               results_model=results_model)
         report, files = check_folder(copy, source=source, staging=staging, repo_id=repo_id,
-                                     link_weights=staging_dir is None and not dry_run)  # a kept staging gets copies
+                                     link_weights=staging_dir is None and not dry_run,  # a kept staging gets copies
+                                     trust_remote_code=trust_remote_code)
         report.folder = Path(folder)
         report.passed.insert(0, card.describe())
         if not report.ok:

@@ -5,9 +5,10 @@ a FIFO, socket or device is refused: an upload must never carry a file from else
 is then checked by content, not by name: ``*.safetensors`` by its header (the 8-byte little-endian length, the
 JSON header, dtypes, shapes and offsets that cover the data exactly), JSON and YAML by parsing, PNG by its
 signature, text files as UTF-8, and nothing may look like a pickle or a zip archive. ``training/`` holds only the
-side files the trainer writes (by name and content type). No staged byte may match a credential pattern (Hugging
-Face, GitHub, AWS, OpenAI, Slack, Google tokens, private keys, ``password = "..."`` assignments); the report
-names the file and the kind of secret, never the secret.
+side files the trainer writes (by name and content type). Every file (and each safetensors header's metadata) is
+scanned for credentials by detect-secrets (its credential detectors, plus Hugging Face tokens and unquoted keyword
+assignments in Markdown/text, see ``secret_plugins.py``); the report names the file, the line and the kind of
+secret, never the secret.
 
 Files are opened relative to the folder with ``O_NOFOLLOW`` on every path component, and staging re-checks that
 the file is still the one that was verified (same device, inode, size and modification time).
@@ -21,6 +22,7 @@ import re
 import shutil
 import stat
 import struct
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,18 +33,16 @@ SAFETENSORS_DTYPES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "
 MAX_HEADER_BYTES = 100 * 2**20  # the safetensors format's own limit
 MAX_TEXT_SCAN_BYTES = 512 * 2**20
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-SECRET_PATTERNS: tuple[tuple[str, re.Pattern[bytes]], ...] = (
-    ("a Hugging Face token", re.compile(rb"hf_[A-Za-z0-9]{30,}")),
-    ("a private key", re.compile(rb"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----")),
-    ("a GitHub token", re.compile(rb"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})")),
-    ("an AWS access key", re.compile(rb"(?:AKIA|ASIA)[0-9A-Z]{16}")),
-    ("an OpenAI-style API key", re.compile(rb"sk-(?:proj-|ant-)?[A-Za-z0-9_-]{32,}")),
-    ("a Slack token", re.compile(rb"xox[abprs]-[A-Za-z0-9-]{10,}")),
-    ("a Google API key", re.compile(rb"AIza[0-9A-Za-z_-]{35}")),
-    ("a password or API key assignment", re.compile(
-        rb"(?i)(?:password|passwd|api[_-]?key|secret[_-]?key|access[_-]?token|auth[_-]?token|hf[_-]?token)"
-        rb"[\"']?\s*[:=]\s*[\"'][^\"'\s]{8,}[\"']")),
+# detect-secrets' credential detectors, by class name (its high-entropy and public-IP detectors are left out: a
+# model folder is full of sha256 hashes, vocabularies and numbers), plus this package's two (secret_plugins.py).
+SECRET_DETECTORS = (
+    "AWSKeyDetector", "ArtifactoryDetector", "AzureStorageKeyDetector", "BasicAuthDetector", "CloudantDetector",
+    "DiscordBotTokenDetector", "GitHubTokenDetector", "GitLabTokenDetector", "IbmCloudIamDetector",
+    "IbmCosHmacDetector", "JwtTokenDetector", "KeywordDetector", "MailchimpDetector", "NpmDetector",
+    "OpenAIDetector", "PrivateKeyDetector", "PypiTokenDetector", "SendGridDetector", "SlackDetector",
+    "SoftlayerDetector", "SquareOAuthDetector", "StripeDetector", "TelegramBotTokenDetector", "TwilioKeyDetector",
 )
+OWN_DETECTORS = ("HuggingFaceTokenDetector", "ProseKeywordDetector")
 # Large vocabularies are not searched for local paths (a token may look like one).
 VOCABULARY_FILES = ("tokenizer.json", "vocab.json", "vocab.txt", "merges.txt")
 # Text formats by suffix; anything else is binary and only scanned for secrets and pickle/zip magic.
@@ -165,12 +165,37 @@ def safetensors_problem(handle, size: int) -> str | None:
     return None
 
 
-def secret_kind(data: bytes) -> str | None:
-    """The kind of credential ``data`` contains (e.g. "a Hugging Face token"), or None."""
-    for kind, pattern in SECRET_PATTERNS:
-        if pattern.search(data):
-            return kind
-    return None
+def _detector_settings() -> dict:
+    plugins_file = Path(__file__).with_name("secret_plugins.py").resolve().as_uri()
+    return {"plugins_used": [{"name": name} for name in SECRET_DETECTORS]
+            + [{"name": name, "path": plugins_file} for name in OWN_DETECTORS]}
+
+
+def find_secrets(rel: str, data: bytes) -> list[tuple[str, int]]:
+    """(kind, line number) of each credential detect-secrets finds in the bytes of ``rel`` (scanned under its own
+    file name, so that its rules for that file type apply)."""
+    from detect_secrets import SecretsCollection
+    from detect_secrets.settings import transient_settings
+
+    name = rel.rsplit("/", 1)[-1]
+    with tempfile.TemporaryDirectory(prefix="hf-dumpembed-scan-") as scratch:
+        (Path(scratch) / name).write_text(data.decode("utf-8", "replace"), encoding="utf-8")
+        with transient_settings(_detector_settings()):
+            collection = SecretsCollection(root=scratch)
+            collection.scan_file(name)
+        found = {(secret.type, secret.line_number) for file in collection.files for secret in collection[file]}
+    return sorted(found, key=lambda item: (item[1], item[0]))
+
+
+def secrets_problem(rel: str, data: bytes, where: str = "", scan_name: str | None = None) -> str | None:
+    """The report line naming each credential found in ``rel`` by kind and line (never the secret), or None;
+    ``scan_name``: the file name whose rules apply (default: ``rel``'s)."""
+    found = find_secrets(scan_name or rel, data)
+    if not found:
+        return None
+    listed = ", ".join(f"line {line}: {kind}" for kind, line in found[:10]) + (" …" if len(found) > 10 else "")
+    return (f"{rel}{where} contains what looks like a credential ({listed}): never publish credentials; remove it "
+            "from the file (detect-secrets found it)")
 
 
 def private_path_in(rel: str, data: bytes, private: tuple[str, ...]) -> str | None:
@@ -190,9 +215,9 @@ def content_problem(rel: str, data: bytes, private: tuple[str, ...] = ()) -> str
     """Why the bytes of the non-safetensors file ``rel`` may not be published (None: they may). ``private``: absolute
     paths of this machine that metadata files must not name."""
     name = rel.rsplit("/", 1)[-1]
-    kind = secret_kind(data)
-    if kind is not None:
-        return f"{rel} contains what looks like {kind}: never publish credentials; remove it from the file"
+    problem = secrets_problem(rel, data)
+    if problem is not None:
+        return problem
     prefix = private_path_in(rel, data, private)
     if prefix is not None:
         return (f"{rel} names a local absolute path (under {prefix}): public files name data and models by name, "
@@ -250,8 +275,10 @@ def check_file(folder: Path, rel: str, identity: Identity, private: tuple[str, .
                 return f"{rel}: {problem}"
             handle.seek(0)
             (length,) = struct.unpack("<Q", handle.read(8))
-            kind = secret_kind(handle.read(length))
-            return f"{rel}'s header metadata contains what looks like {kind}" if kind else None
+            metadata = json.loads(handle.read(length).decode("utf-8")).get("__metadata__") or {}
+            lines = "".join(f"{key}: {value}\n" for key, value in metadata.items())
+            return secrets_problem(rel, lines.encode("utf-8"), where="'s header metadata (one key: value a line)",
+                                   scan_name="metadata.yaml")
         if info.st_size > MAX_TEXT_SCAN_BYTES:
             return f"{rel} is {info.st_size:,} bytes: too large for a non-weights file of a model folder"
         return content_problem(rel, handle.read(), private)

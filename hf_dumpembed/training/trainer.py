@@ -27,6 +27,7 @@ from .._utils.atomic import check_separate, output_lock
 from .._utils.folders import check_output_dir, staged_output
 from .._utils.machine import machine_info
 from .._utils.public_paths import public_path
+from .._utils.remote_trust import require_trusted_code
 from ..data.assets import resolve_backbone
 from ..model.builder import BuildOptions, build, save_dump_model
 from ..model.card import write_card
@@ -290,18 +291,30 @@ def save_trained_model(st_model: Any, config: TrainConfig, reports: list[DataRep
     return output
 
 
-def train(config: TrainConfig, resume: bool = False, callbacks: Sequence[TrainerCallback] = ()) -> Path:
+def train(config: TrainConfig, resume: bool = False, callbacks: Sequence[TrainerCallback] = (),
+          trust_remote_code: bool = False) -> Path:
     """Run the training ``config`` describes and write the trained DumpEmbed model folder to ``config.output``.
 
     With ``resume`` the run continues from the last checkpoint in ``config.checkpoint_path`` (model, optimizer,
     scheduler, sampler position and random states), ending with the same number of steps as an uninterrupted
     run. Under ``torchrun``/``accelerate launch`` each process trains on its share of every global batch with
-    in-batch negatives gathered across processes; only rank 0 writes.
+    in-batch negatives gathered across processes; only rank 0 writes. A local ``model.init_from`` or backbone
+    folder whose code is not hf_dumpembed's own is refused unless ``trust_remote_code``. A run that fails before
+    its first checkpoint leaves no checkpoint folder it created.
     """
+    for folder in (config.model.init_from, config.model.backbone):
+        if folder and Path(folder).is_dir():
+            require_trusted_code(folder, trust_remote_code)
     if int(os.environ.get("RANK", "0")) != 0:
         return _train(config, resume, callbacks)
     with output_lock(config.output):  # one run per output; a second one fails now with the first one's pid
-        return _train(config, resume, callbacks)
+        fresh = not config.checkpoint_path.exists()
+        try:
+            return _train(config, resume, callbacks)
+        except BaseException:
+            if fresh and config.checkpoint_path.is_dir() and last_complete_checkpoint(config.checkpoint_path) is None:
+                shutil.rmtree(config.checkpoint_path, ignore_errors=True)  # nothing to resume from: leave nothing
+            raise
 
 
 def _train(config: TrainConfig, resume: bool, callbacks: Sequence[TrainerCallback]) -> Path:
