@@ -205,10 +205,16 @@ def test_training_refuses_impossible_runs(tiny_bert: Path, tmp_path: Path) -> No
 def test_backbone_whose_tokenizer_cannot_take_the_prefix(tmp_path: Path) -> None:
     from transformers import BertConfig, BertModel
 
-    tokenizer = tiny_models.metaspace_tokenizer()
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    # A word-level vocabulary (SentencePiece tokenizers, refused here until 2026-12-01, now take the prefix)
+    backend = Tokenizer(models.WordLevel({"[UNK]": 0, "[PAD]": 1, "hello": 2, "world": 3}, unk_token="[UNK]"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]", pad_token="[PAD]")
     BertModel(BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
                          intermediate_size=32)).save_pretrained(tmp_path / "sp")
     tokenizer.save_pretrained(tmp_path / "sp")
     data = write_jsonl(tmp_path / "toy.jsonl", toy_rows())
-    with pytest.raises(ValueError, match="Tokenizer type not supported yet"):
+    with pytest.raises(ValueError, match="Tokenizer type not supported: model 'WordLevel'"):
         train(config_from_dict(run_config(tmp_path / "sp", data, tmp_path / "out")))

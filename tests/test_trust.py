@@ -82,7 +82,9 @@ def test_verify_refuses_an_edited_modeling_file_and_runs_nothing(bert_dump_model
 
 def test_trust_remote_code_loads_it_when_the_user_asks(bert_dump_model, tmp_path, marker):
     """With --trust-remote-code the same folder loads (its code runs: the user said so)."""
-    folder = _tamper(copy_model(bert_dump_model, tmp_path / "model"), marker)
+    # A folder name no other test loads: transformers imports remote code as transformers_modules.<folder name>, and a
+    # module of that name already imported in this process would be reused instead of the tampered file.
+    folder = _tamper(copy_model(bert_dump_model, tmp_path / "trusted-tampered-model"), marker)
     main(["verify", str(folder), "--trust-remote-code"])
     assert marker.read_text() == "ran"
 
