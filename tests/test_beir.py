@@ -63,7 +63,8 @@ def test_bad_score_and_duplicate_id(tmp_path: Path) -> None:
          r"test\.tsv:4: the pair query 'q1', document 'd1' is judged again \(first on line 2, score 1; here 0\)"),
         ("queries.jsonl", '{"_id": "q1", "text": "capital of france?"}\n{"_id": "q2", "text": "  "}\n',
          r"queries\.jsonl:2: query 'q2' has an empty id or text"),
-        ("corpus.jsonl", '{"_id": "d1", "title": "Paris", "text": "Capital."}\n{"_id": "d2", "title": "", "text": ""}\n',
+        ("corpus.jsonl",
+         '{"_id": "d1", "title": "Paris", "text": "Capital."}\n{"_id": "d2", "title": "", "text": ""}\n',
          r"corpus\.jsonl:2: document 'd2' has an empty text and no title"),
     ],
 )

@@ -157,7 +157,8 @@ def test_what_cannot_be_reproduced_exactly_is_refused_with_the_module_named(vari
     tanh = _stack_with(source, tmp_path / "tanh", [Dense(384, 64, activation_function=torch.nn.Tanh()), Normalize()])
     with pytest.raises(ValueError, match=r"non-linear activation 'torch.nn.modules.activation.Tanh'"):
         build(tanh, tmp_path / "out-tanh", BuildOptions(num_dump_tokens=0))
-    after = _stack_with(source, tmp_path / "after", [Normalize(), Dense(384, 64, activation_function=torch.nn.Identity())])
+    after = _stack_with(source, tmp_path / "after",
+                        [Normalize(), Dense(384, 64, activation_function=torch.nn.Identity())])
     with pytest.raises(ValueError, match="comes after Normalize"):
         build(after, tmp_path / "out-after", BuildOptions(num_dump_tokens=0))
     pickled = _stack_with(source, tmp_path / "pickled", [Dense(384, 64, activation_function=torch.nn.Identity())])

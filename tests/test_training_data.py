@@ -12,7 +12,6 @@ import yaml
 from hf_dumpembed.training.config import ConfigError, DataConfig, MiningConfig, config_from_dict, load_config
 from hf_dumpembed.training.data import MalformedRow, load_rows, load_training_data, sha256_file
 from hf_dumpembed.training.trainer import train
-from tests import tiny_models
 from tests.training_fixtures import (
     TEXTS,
     mldr_rows,
@@ -203,10 +202,8 @@ def test_training_refuses_impossible_runs(tiny_bert: Path, tmp_path: Path) -> No
 
 
 def test_backbone_whose_tokenizer_cannot_take_the_prefix(tmp_path: Path) -> None:
-    from transformers import BertConfig, BertModel
-
     from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
+    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
     # A word-level vocabulary (SentencePiece tokenizers, refused here until 2026-12-01, now take the prefix)
     backend = Tokenizer(models.WordLevel({"[UNK]": 0, "[PAD]": 1, "hello": 2, "world": 3}, unk_token="[UNK]"))

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from hf_dumpembed._utils.hashing import sha256_file
 from hf_dumpembed._utils.remote_trust import (
     REMOTE_FILES,
     UntrustedRemoteCode,
@@ -19,7 +20,6 @@ from hf_dumpembed._utils.remote_trust import (
     known_remote_hashes,
     require_trusted_code,
 )
-from hf_dumpembed._utils.hashing import sha256_file
 from hf_dumpembed.cli import main
 from tests.card_fixtures import copy_model
 
@@ -67,8 +67,9 @@ def test_a_released_version_is_recognised_by_its_recorded_hash(bert_dump_model, 
         (installed / name).write_text((folder / name).read_text() + "\n# a newer version\n")
     monkeypatch.setattr(remote_trust, "REMOTE_DIR", installed)
     monkeypatch.setattr(remote_trust, "RELEASED_REMOTE_SHA256", {"modeling_dumpembed.py": frozenset({released})})
+    digest = sha256_file(folder / REMOTE_FILES[0])[:12]
     assert foreign_code(folder) == ["configuration_dumpembed.py differs from every version of hf_dumpembed's "
-                                    f"configuration_dumpembed.py (sha256 {sha256_file(folder / REMOTE_FILES[0])[:12]}…)"]
+                                    f"configuration_dumpembed.py (sha256 {digest}…)"]
 
 
 def test_verify_refuses_an_edited_modeling_file_and_runs_nothing(bert_dump_model, tmp_path, marker):

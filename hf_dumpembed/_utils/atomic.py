@@ -209,7 +209,7 @@ def apply_umask(folder: Path) -> None:
     """Give ``folder`` and everything in it the modes a plain ``mkdir``/``open`` would have given them under the
     user's umask (``tempfile`` creates 0700 folders and some writers 0600 files, whatever the umask)."""
     mask = current_umask()
-    for directory, dirs, files in os.walk(folder):
+    for directory, _dirs, files in os.walk(folder):
         os.chmod(directory, 0o777 & ~mask)
         for name in files:
             path = Path(directory) / name

@@ -90,7 +90,6 @@ record changed without regenerating); tests/test_benchmarks.py checks the commit
 
 
 def _report(args: argparse.Namespace) -> None:
-    from pathlib import Path
 
     from ..evaluation.report import load_records, markdown_table
 

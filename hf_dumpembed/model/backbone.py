@@ -23,9 +23,9 @@ def is_decoder_backbone(config: PretrainedConfig | Mapping[str, Any]) -> bool:
         return True
     if get("is_decoder"):
         return True
-    # A causal LM saved as its bare base class (sentence-transformers re-saves Qwen3ForCausalLM as Qwen3Model; e5-mistral
-    # ships MistralModel): a model type with a causal-LM head and no masked-LM head, unless its config makes the
-    # attention bidirectional (EmbeddingGemma's Gemma3TextModel).
+    # A causal LM saved as its bare base class (sentence-transformers re-saves Qwen3ForCausalLM as Qwen3Model;
+    # e5-mistral ships MistralModel): a model type with a causal-LM head and no masked-LM head, unless its config makes
+    # the attention bidirectional (EmbeddingGemma's Gemma3TextModel).
     from transformers.models.auto.modeling_auto import (
         MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
         MODEL_FOR_MASKED_LM_MAPPING_NAMES,

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import torch
 from sentence_transformers.util import load_file_path
-from transformers import AutoModel, AutoTokenizer, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import AutoTokenizer, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
 
 from .._utils.atomic import output_lock
 from .._utils.folders import check_output_dir, staged_output
 from .._utils.public_paths import public_path
-from ..remote.configuration_dumpembed import POOLING_MODES
 from ..data.assets import embedded_hub_id
 from ..remote import DumpEmbedConfig, DumpEmbedModel
-from ..remote.modeling_dumpembed import DumpDense, DumpProjection
+from ..remote.configuration_dumpembed import POOLING_MODES
+from ..remote.modeling_dumpembed import DumpDense, DumpProjection, backbone_class
 from .backbone import is_decoder_backbone
 from .card import write_card
 from .dump_match import DEFAULT_MATCH_MAX_LENGTH, DEFAULT_MATCH_STEPS, match_dump_rows
@@ -182,17 +182,6 @@ def refuse_dumpembed_source(backbone: str | Path, revision: str | None = None) -
                              "instead.")
 
 
-def backbone_class(config_dict: dict) -> type:
-    """`AutoModel`, or the encoder-only class a checkpoint was saved as (``T5EncoderModel``: AutoModel would build
-    a T5Model with a random decoder) -- the rule the remote code's `backbone_from_config` applies at load time."""
-    import transformers
-
-    architecture = next(iter(config_dict.get("architectures") or []), "")
-    if architecture.endswith("EncoderModel") and hasattr(transformers, architecture):
-        return getattr(transformers, architecture)
-    return AutoModel
-
-
 def load_backbone(backbone: str | Path, revision: str | None = None, dtype: str | None = None,
                   subfolder: str = "") -> tuple[torch.nn.Module, PreTrainedTokenizerBase]:
     """Load the backbone (AutoModel, safetensors only, in ``dtype`` or the source's own) and its tokenizer from a
@@ -208,7 +197,7 @@ def load_backbone(backbone: str | Path, revision: str | None = None, dtype: str 
             raise ValueError(f"{name!r} is already a DumpEmbed model; build from its original backbone instead.")
         # trust_remote_code=False, said explicitly: a source's own Python never runs (and nothing asks on a tty).
         tokenizer = AutoTokenizer.from_pretrained(folder, revision=revision, trust_remote_code=False)
-        model_class = backbone_class(config_dict)
+        model_class = backbone_class(config_dict.get("architectures"))
         model = model_class.from_pretrained(folder, revision=revision, dtype=DTYPES[dtype] if dtype else "auto",
                                             use_safetensors=True, trust_remote_code=False)
     except OSError as error:

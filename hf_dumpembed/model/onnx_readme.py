@@ -40,8 +40,8 @@ embeddings = session.run(["sentence_embedding"], feed)[0]  # already L2-normalis
 print(embeddings @ embeddings.T)
 ```
 
-`transformers.AutoTokenizer.from_pretrained("{path}")(texts, padding=True, truncation=True, return_tensors="np")` gives the same
-inputs (cast them to int64).{fused_section}{int8_section}
+`transformers.AutoTokenizer.from_pretrained("{path}")(texts, padding=True, truncation=True, return_tensors="np")`
+gives the same inputs (cast them to int64).{fused_section}{int8_section}
 
 ## fastembed (custom model)
 

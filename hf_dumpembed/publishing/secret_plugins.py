@@ -15,7 +15,6 @@ from detect_secrets.plugins.base import RegexBasedDetector
 from detect_secrets.plugins.keyword import CONFIG_DENYLIST_REGEX_TO_GROUP, KeywordDetector
 from detect_secrets.util.filetype import FileType, determine_file_type
 
-
 # Text files without a language (JSON, whose vocabularies map words like "password" to ids, is left to the stock rules).
 PROSE_SUFFIXES = (".md", ".txt", ".jinja", ".gitattributes")
 

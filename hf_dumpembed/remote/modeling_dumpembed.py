@@ -266,15 +266,21 @@ def counts_positions_from_mask(backbone: nn.Module) -> bool:
                    and module.padding_idx is not None for name, module in backbone.named_modules())
 
 
-def backbone_from_config(text_config) -> PreTrainedModel:
-    """The backbone for ``text_config``: `AutoModel`, except for encoder-only halves of encoder-decoder models
-    (``T5EncoderModel`` and its kin, saved as such), which AutoModel would build with a random decoder."""
+def backbone_class(architectures: list[str] | None) -> type:
+    """`AutoModel`, or the encoder-only class a checkpoint was saved as (``T5EncoderModel`` and its kin), which
+    AutoModel would build as the whole encoder-decoder with a random decoder. The builder loads with the same rule."""
     import transformers
 
-    architecture = next(iter(getattr(text_config, "architectures", None) or []), "")
+    architecture = next(iter(architectures or []), "")
     if architecture.endswith("EncoderModel") and hasattr(transformers, architecture):
-        return getattr(transformers, architecture)._from_config(text_config)
-    return AutoModel.from_config(text_config)
+        return getattr(transformers, architecture)
+    return AutoModel
+
+
+def backbone_from_config(text_config) -> PreTrainedModel:
+    """The backbone for ``text_config`` (see `backbone_class`)."""
+    model_class = backbone_class(getattr(text_config, "architectures", None))
+    return model_class.from_config(text_config) if model_class is AutoModel else model_class._from_config(text_config)
 
 
 def pool_states(token_states: torch.Tensor, attention_mask: torch.Tensor, mode: str,

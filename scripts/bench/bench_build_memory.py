@@ -75,7 +75,7 @@ def main() -> None:
     sources = {"fp32": Path(default_decoder_path())}
     sources["bf16"] = bf16_source(sources["fp32"], work / "smollm2-bf16")
     if args.only:  # a fresh process per measurement: RUSAGE_CHILDREN's maximum is then this build's alone
-        print(json.dumps(run_build(sources[args.only], work / f"out-{args.only}")))
+        print(json.dumps(run_build(sources[args.only], work / f"out-{args.only}")))  # noqa: T201 - read by the parent
         return
     series: dict[str, list[dict[str, float]]] = {name: [] for name in VARIANTS}
     load = os.getloadavg()[0]
