@@ -160,7 +160,7 @@ def test_load_time_dimensions_are_offered(bert_dump_model, tmp_path):
     card = render_card(folder, model_id="acme/dims")
     assert "k from 1 to 32, e.g. 8, 16, 32" in card
     assert 'AutoModel.from_pretrained("acme/dims", trust_remote_code=True, projection_dim=8)' in card
-    assert 'model_kwargs={"projection_dim": 8})' in card
+    assert "truncate_dim=8)" in card
     set_config(folder, projection_info={"method": "random-project", "dim": 32, "selectable_dims": [32]})
     assert "projection_dim=" not in render_card(folder)  # a fixed-dimension fit offers no choice
 

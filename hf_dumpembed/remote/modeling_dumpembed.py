@@ -102,6 +102,7 @@ class DumpProjection(nn.Module):
             raise ValueError(f"selection must be one of {SELECTIONS} or None; got {selection!r}.")
         self.selection = selection
         self.eps = eps
+        self._maps_by_dim: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}  # map_for's recomposed maps
         self.register_buffer("mean", torch.zeros(in_dim, dtype=torch.float32), persistent=True)
         self.register_buffer("matrix", torch.eye(in_dim, out_dim, dtype=torch.float32), persistent=True)
         if selection in ("spectral", "band", "auto"):
@@ -149,8 +150,34 @@ class DumpProjection(nn.Module):
         if self.selection == "auto":
             self.mean = self.centre.clone() if self.route(k) == "centred" else torch.zeros_like(self.centre)
 
-    def forward(self, pooled: torch.Tensor) -> torch.Tensor:
-        return (pooled.to(self.matrix.dtype) - self.mean) @ self.matrix
+    def map_for(self, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(mean, matrix)`` of the map for output dimension ``k`` without changing the stored one (a per-call
+        dimension); recomposed once per k and kept while the stored spectrum is unchanged."""
+        key = (k, self.matrix.device, *(getattr(self, name)._version for name in ("basis", "gammas", "routes")
+                                         if hasattr(self, name)))
+        cache = self._maps_by_dim
+        if key not in cache:
+            matrix = self.matrix_for(k).to(self.matrix.device)
+            if not bool(torch.isfinite(matrix).all()):
+                raise ValueError(f"the projection recomposed for dimension {k} is not finite (a negative stored "
+                                 "eigenvalue or γ): the folder's spectrum is damaged; refit it.")
+            mean = self.mean
+            if self.selection == "auto":
+                mean = self.centre if self.route(k) == "centred" else torch.zeros_like(self.centre)
+            if len(cache) >= 64:
+                cache.clear()
+            cache[key] = (mean, matrix)
+        return cache[key]
+
+    def forward(self, pooled: torch.Tensor, dim: int | None = None) -> torch.Tensor:
+        """Project ``pooled``; ``dim`` (1..in_dim) asks for another output dimension than the stored one: the map
+        fitted for it where the projection stores a spectrum, else the first ``dim`` outputs of the stored map."""
+        if dim is None or dim == self.matrix.shape[1]:
+            return (pooled.to(self.matrix.dtype) - self.mean) @ self.matrix
+        if self.selection is None:
+            return ((pooled.to(self.matrix.dtype) - self.mean) @ self.matrix)[..., :dim]
+        mean, matrix = self.map_for(dim)
+        return (pooled.to(matrix.dtype) - mean) @ matrix
 
 
 def check_loading_info(info: dict) -> None:
@@ -337,6 +364,31 @@ def prompt_lengths(input_ids: torch.Tensor, attention_mask: torch.Tensor,
             if head == prompt or (len(prompt) > 1 and head[:-1] == prompt[:-1] and len(head) == len(prompt)):
                 lengths[row] = max(int(lengths[row]), len(prompt))
     return lengths
+
+
+def sentence_transformers_truncate_dim(max_depth: int = 24) -> int | None:
+    """The ``truncate_dim`` sentence-transformers will apply to the output of the forward now running, or None.
+
+    sentence-transformers (6.x) slices ``sentence_embedding[..., :truncate_dim]`` after the model has run and gives
+    the model no argument for it: ``SentenceTransformer._inference`` holds the value (the ``encode`` argument, else
+    the constructor's / ``model.truncate_dim``) as a local. Reading that local lets the model return the map
+    fitted for that dimension, unit norm, which is what ``projection_dim`` gives, instead of the first coordinates
+    of the map fitted for another one. Anywhere else (no such caller, tracing, export) this is None.
+    """
+    if torch.compiler.is_compiling() or torch.jit.is_tracing() or torch.onnx.is_in_onnx_export():
+        return None
+    frame = inspect.currentframe()
+    for _ in range(max_depth):
+        frame = frame.f_back if frame is not None else None
+        if frame is None:
+            return None
+        if frame.f_code.co_name == "_inference":
+            owner = frame.f_locals.get("self")
+            value = frame.f_locals.get("truncate_dim")
+            if type(owner).__module__.startswith("sentence_transformers.") and type(value) is int:
+                return value
+            return None
+    return None
 
 
 class DumpEmbedPreTrainedModel(PreTrainedModel):
@@ -572,13 +624,32 @@ class DumpEmbedModel(DumpEmbedPreTrainedModel):
         return (matrix.shape[0] == matrix.shape[1] and not bool(mean.any())
                 and bool(torch.equal(matrix, torch.eye(matrix.shape[0], dtype=matrix.dtype, device=matrix.device))))
 
-    def head(self, pooled: torch.Tensor) -> torch.Tensor:
+    def output_dim_for_call(self, projection_dim: int | None) -> int | None:
+        """The output dimension this call asks for when it differs from the loaded one: ``projection_dim`` if
+        given, else sentence-transformers' ``truncate_dim`` when it is within 1..d; None keeps the loaded map."""
+        loaded, largest = self.projection.matrix.shape[1], self.projection.mean.shape[0]
+        if projection_dim is not None:
+            if isinstance(projection_dim, bool) or not isinstance(projection_dim, int) \
+                    or not 1 <= projection_dim <= largest:
+                raise ValueError(f"projection_dim must be an integer between 1 and {largest}; got {projection_dim!r}.")
+            return None if projection_dim == loaded else projection_dim
+        truncate_dim = sentence_transformers_truncate_dim()
+        return truncate_dim if truncate_dim is not None and 1 <= truncate_dim <= largest and truncate_dim != loaded \
+            else None
+
+    def head(self, pooled: torch.Tensor, dim: int | None = None) -> torch.Tensor:
         """Pooled embedding -> output embedding: the projection's input normalisation (if configured), the
         projection (fp32) and the final L2 normalisation. On stored pooled states it gives exactly what `forward`
-        gives. Without a fitted projection the pooled dtype is kept, as sentence-transformers' Normalize keeps it."""
+        gives. Without a fitted projection the pooled dtype is kept, as sentence-transformers' Normalize keeps it.
+        ``dim`` asks for another output dimension (`DumpProjection.forward`), normalised over its ``dim`` values."""
+        if dim is not None and not 1 <= dim <= self.projection.mean.shape[0]:
+            raise ValueError(f"the output dimension must be between 1 and {self.projection.mean.shape[0]}; got {dim}.")
         if self.config.normalize_pooled:
             pooled = F.normalize(pooled, p=2, dim=-1)
-        embedding = pooled if self.projection_is_identity() else self.projection(pooled.float())
+        if self.projection_is_identity():
+            embedding = pooled if dim is None else pooled[..., :dim]
+        else:
+            embedding = self.projection(pooled.float(), dim)
         if self.config.normalize:
             embedding = F.normalize(embedding, p=2, dim=-1)
         return embedding
@@ -590,8 +661,12 @@ class DumpEmbedModel(DumpEmbedPreTrainedModel):
         token_type_ids: torch.Tensor | None = None,
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
+        projection_dim: int | None = None,
         **kwargs,
     ) -> DumpEmbedOutput:
+        """Embed a batch. ``projection_dim`` (1..d) returns this call's vectors at another dimension, exactly as a
+        folder loaded with that ``projection_dim`` would; under sentence-transformers its ``truncate_dim`` does the
+        same (`sentence_transformers_truncate_dim`)."""
         if input_ids is None:
             raise ValueError("DumpEmbedModel needs input_ids (the [DUMP] prefix is checked on them).")
         if attention_mask is None:
@@ -628,7 +703,7 @@ class DumpEmbedModel(DumpEmbedPreTrainedModel):
             pooled = self.pool(outputs.last_hidden_state, pool_mask, mode="mean")
         else:
             pooled = self.pool(outputs.last_hidden_state, attention_mask, input_ids=input_ids)
-        embedding = self.head(pooled)
+        embedding = self.head(pooled, self.output_dim_for_call(projection_dim))
         if self.config.normalize_pooled:
             pooled = F.normalize(pooled, p=2, dim=-1)
         return DumpEmbedOutput(
