@@ -115,6 +115,11 @@ class DumpEmbedConfig(PreTrainedConfig):
         prompt_token_ids (`dict`, *optional*):
             Token ids of the prompt pieces: `prefix`, `middle` (ECHO only), `suffix`, and `num_trailing_special`
             (special tokens the tokenizer appends after the text, e.g. EOS).
+        prefix_cache (`bool`, defaults to `True`):
+            Causal backbones at inference (eval mode, no gradients): compute the key/value states of the tokens
+            every row starts with (BOS, the [DUMP] tokens, a prompt's opening) once and run the backbone only on the
+            rest of each row; the vectors are the same (to rounding). Training, gradients, attention maps and
+            encoders always run the plain forward. `False` turns it off.
     """
 
     model_type = "dumpembed"
@@ -142,6 +147,7 @@ class DumpEmbedConfig(PreTrainedConfig):
     prompts: dict[str, str] | None = None
     default_prompt_name: str | None = None
     similarity_fn_name: str | None = None
+    prefix_cache: bool = True
 
     def __post_init__(self, **kwargs: Any) -> None:
         super().__post_init__(**kwargs)
@@ -235,6 +241,7 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "base_model": (str,), "dump_init": (str,), "training_info": (dict,), "normalize_pooled": (bool,),
     "prompt_mode": (str,), "prompt_token_ids": (dict,), "include_prompt": (bool,), "prompt_token_ids_excluded": (list,),
     "dense_layers": (list,), "prompts": (dict,), "default_prompt_name": (str,), "similarity_fn_name": (str,),
+    "prefix_cache": (bool,),
 }
 _OPTIONAL = {"max_position_embeddings", "base_model", "dump_init", "prompt_mode", "prompt_token_ids",
              "default_prompt_name", "similarity_fn_name"}

@@ -12,6 +12,8 @@ run resumes from its last checkpoint).
     python scripts/bench/bench_dump_recipe.py --rows 320 --out runs/dump_recipe/quickstart     # the quickstart budget
     python scripts/bench/bench_dump_recipe.py --rows 0 --out runs/dump_recipe/epoch           # one full epoch
     python scripts/bench/bench_dump_recipe.py --rows 0 --variants D0-last D4-last --out runs/dump_recipe/decoder
+    python scripts/bench/bench_dump_recipe.py --rows 0 --variants D0-last D1-bos D4-last-frozen D1-last D4-last \
+        --out runs/dump_recipe/decoder-controls      # what the decoder gain survives (GPU: --device cuda)
 
 The D variants train the embedded SmolLM2-135M-Instruct decoder (last-token pooling, the paper's decoder regime),
 with hard negatives mined by the embedded all-MiniLM-L6-v2.
@@ -53,6 +55,13 @@ VARIANTS = {
     "D0-last": (0, "last", "auto", None),
     "D4-last": (4, "last", "auto", None),
     "D4-last-dlr1e-3": (4, "last", "auto", 1e-3),
+    # controls of the decoder gain (which part of "K = 4 trained" pays):
+    # K = 0 plus one constant first token: SmolLM2's declared BOS <|im_start|>, the first token of every chat sequence
+    # it was instruction-tuned on (its tokenizer does not add it). One [DUMP] row initialised as an exact copy of that
+    # token's row gives the same forward as prepending the token, and trains as the token's row would.
+    "D1-bos": (1, "last", "token=<|im_start|>", None),
+    "D4-last-frozen": (4, "last", "auto", 0.0),  # four constant first tokens: the rows stay at their init
+    "D1-last": (1, "last", "auto", None),
 }
 # Variants whose K [DUMP] tokens come on top of --max-length (the text keeps every position K = 0 has); every other
 # variant counts them inside --max-length, so its text is truncated K tokens earlier than K = 0's.
@@ -70,6 +79,7 @@ def baseline_of(variant: str) -> str:
 def run_config(args: argparse.Namespace, variant: str, seed: int, out: Path) -> dict:
     k, pooling, init, dump_lr = VARIANTS[variant]
     init, _, match_steps = init.partition("+match")
+    init, _, init_token = init.partition("=")
     training = {"batch_size": args.batch, "mini_batch_size": args.mini_batch, "learning_rate": args.lr,
                 "warmup_ratio": 0.05, "epochs": args.epochs, "save_steps": args.save_steps, "logging_steps": 1,
                 "precision": args.precision}
@@ -84,7 +94,8 @@ def run_config(args: argparse.Namespace, variant: str, seed: int, out: Path) -> 
         mining["model"] = str(default_encoder_path())
     return {
         "model": {"backbone": "embedded:decoder" if variant.startswith("D") else "embedded:encoder",
-                  "num_dump_tokens": k, "pooling": pooling, "init": init, "match_steps": int(match_steps or 0),
+                  "num_dump_tokens": k, "pooling": pooling, "init": init, "init_token": init_token or None,
+                  "match_steps": int(match_steps or 0),
                   "init_seed": 0, "max_seq_length": args.max_length + (k if variant in DUMP_ON_TOP else 0)},
         "data": {"path": str(Path(args.data_dir) / "StdlibCodeTrain"), "format": "beir", "split": "train",
                  "name": "StdlibCodeTrain", "num_negatives": 1, "max_rows": args.rows or None, "sample_seed": 0,
@@ -172,7 +183,8 @@ def table(metrics: dict[str, dict[str, float]], variants: list[str], seeds: list
                   for s in done if f"{base}-seed{s}" in metrics and variant != base]
         k, pooling, init, dump_lr = VARIANTS[variant]
         label = ("SmolLM2 " if variant.startswith("D") else "") + f"K={k} {pooling}"
-        label += (f", init {init}" if k else "") + (f", [DUMP] lr {dump_lr:g}" if dump_lr else "")
+        label += (f", init {init.replace('=', ' ')}" if k else "")
+        label += "" if dump_lr is None else (", [DUMP] rows frozen" if dump_lr == 0 else f", [DUMP] lr {dump_lr:g}")
         label += f", +{k} positions (text as K=0)" if variant in DUMP_ON_TOP else ""
         steps = {run_info[f"{variant}-seed{s}"]["steps"] for s in done if f"{variant}-seed{s}" in run_info}
         rows.append([label, len(done), steps.pop() if len(steps) == 1 else "-",
