@@ -96,3 +96,31 @@ def test_training_config_match_steps_reaches_the_build(tiny_bert, tmp_path, monk
                                "data": {"path": str(tmp_path / "pairs.jsonl")}, "output": str(tmp_path / "out")})
     trainer.prepare_initial_model(config)
     assert seen["o"].match_steps == 7 and isinstance(seen["o"], builder.BuildOptions)
+
+
+def test_matching_twice_gives_bit_identical_rows_on_two_threads() -> None:
+    """Fails on main (issue 26, reruns): the slot rows were gathered with ``rows[row_of]``, whose backward accumulates
+    with index_put_ in an order that varies over CPU threads, so two builds of the same model differed by ~4e-7 in
+    the [DUMP] rows (and so did every training run started from them). Measured on the embedded all-MiniLM-L6-v2,
+    where it shows; a one-hot product has a fixed-order backward."""
+    import copy
+
+    from hf_dumpembed.data.assets import default_encoder_path
+    from hf_dumpembed.data.corpora.stdlib_code import train_split_texts
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        path = default_encoder_path()
+        model, tokenizer = build_dump_model(path, BuildOptions(num_dump_tokens=4, match_steps=0))
+        source, source_tokenizer = load_backbone(path)
+        source_tokenizer.padding_side = tokenizer.padding_side
+        texts = train_split_texts()[:400]
+        rows = []
+        for _ in range(2):
+            copied = copy.deepcopy(model)
+            match_dump_rows(copied, tokenizer, source, source_tokenizer, texts, steps=2, seed=0)
+            rows.append(copied.backbone.get_input_embeddings().weight[list(copied.config.dump_token_ids)].detach())
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(rows[0], rows[1])

@@ -117,6 +117,7 @@ def test_the_library_functions_take_trust_remote_code(bert_dump_model, tmp_path,
     """The API refuses too (UntrustedRemoteCode, a ValueError), with ``trust_remote_code=`` to override."""
     from hf_dumpembed.analysis import analyze
     from hf_dumpembed.evaluation import run_eval
+    from hf_dumpembed.model.onnx_export import export_onnx
     from hf_dumpembed.model.verify import check_load_paths
     from hf_dumpembed.projections.fit import FitOptions, fit_projection
 
@@ -126,6 +127,7 @@ def test_the_library_functions_take_trust_remote_code(bert_dump_model, tmp_path,
         lambda: run_eval(folder, ["unused"], results_dir=tmp_path / "results"),
         lambda: analyze([folder], ["a text"], tmp_path / "analysis"),
         lambda: fit_projection(folder, tmp_path / "fitted", FitOptions(method="truncate", dim=8)),
+        lambda: export_onnx(folder, tmp_path / "onnx"),
     ]
     for call in calls:
         with pytest.raises(UntrustedRemoteCode, match="modeling_dumpembed.py differs"):
@@ -160,3 +162,19 @@ def test_push_refuses_code_that_is_not_ours_and_never_imports_it(bert_dump_model
     assert "--trust-remote-code" in str(error.value)
     assert not marker.exists()
     assert not (tmp_path / "stage" / "evil.py").exists()
+
+
+def test_train_refuses_a_mining_model_whose_code_is_not_ours(tiny_bert, bert_dump_model, tmp_path, marker):
+    """Fails on main: the hard-negative mining model was loaded with trust_remote_code=True whatever it was, so a
+    folder named as data.mining.model ran its code inside `train`."""
+    from hf_dumpembed.training.config import config_from_dict
+    from hf_dumpembed.training.trainer import train
+    from tests.training_fixtures import run_config, write_beir_folder
+
+    miner = _tamper(copy_model(bert_dump_model, tmp_path / "miner"), marker)
+    data = {"path": str(write_beir_folder(tmp_path / "beir")), "format": "beir", "split": "train",
+            "num_negatives": 1, "mining": {"model": str(miner)}}
+    config = config_from_dict(run_config(tiny_bert, data, tmp_path / "out"))
+    with pytest.raises(UntrustedRemoteCode, match="modeling_dumpembed.py differs"):
+        train(config)
+    assert not marker.exists() and not (tmp_path / "out").exists()

@@ -20,3 +20,11 @@ def update_with_file(digest: Any, path: str | Path) -> Any:
 def sha256_file(path: str | Path) -> str:
     """Hex sha256 of a file's bytes, read in 1 MiB blocks."""
     return update_with_file(hashlib.sha256(), path).hexdigest()
+
+
+def files_sha256(folder: str | Path, relative_paths: list[str]) -> str:
+    """sha256 over the names and sha256s of those of ``relative_paths`` that are files in ``folder`` (a content
+    address of a set of files, independent of where the folder lies)."""
+    folder = Path(folder)
+    lines = [f"{name} {sha256_file(folder / name)}" for name in relative_paths if (folder / name).is_file()]
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()

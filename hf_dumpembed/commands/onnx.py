@@ -15,7 +15,9 @@ are saved next to it (they prepend the [DUMP] tokens), with a README showing onn
 
 Every graph written is run on sample texts and compared with the torch model; the largest difference is printed
 and a graph beyond tolerance is refused (nothing is written): fp32 max |Δ| <= 1e-4, int8 and bf16 min cosine >=
-0.95 / 0.99. Models that compose a prompt inside the model (--prompt) cannot be exported.
+0.95 / 0.99. Models that compose a prompt inside the model (--prompt) cannot be exported. A decoder's graph computes
+its constant prefix (BOS, [DUMP] tokens) on every input, as the tokenizer output carries it; the torch model's prefix
+cache is not baked in (see hf_dumpembed/model/onnx_export.py), and the parity check holds the two to the same vectors.
 
 model.onnx uses standard ONNX operators only. model_optimized.onnx (unless --no-fuse) is the same graph with
 onnxruntime's transformer fusions (fused attention, skip-LayerNorm, bias-GELU, RMSNorm, rotary embedding): it runs
@@ -29,10 +31,7 @@ Needs pip install 'hf_dumpembed[onnx]' (and 'hf_dumpembed[openvino]').
 
 
 def _export_onnx(args: argparse.Namespace) -> None:
-    from .._utils.remote_trust import require_trusted_code
     from ..model.onnx_export import export_onnx
-
-    require_trusted_code(args.model, args.trust_remote_code)  # the export loads the folder's tokenizer with its code
 
     if args.int8_mlp_fp32 and not args.int8:
         raise ValueError("--int8-mlp-fp32 chooses how the int8 graph is quantised; add --int8.")
@@ -40,7 +39,8 @@ def _export_onnx(args: argparse.Namespace) -> None:
         raise ValueError("--precision chooses the OpenVINO inference precision; add --openvino.")
     result = export_onnx(args.model, args.out, int8=args.int8, openvino=args.openvino,
                          precision=args.precision or "f32", fuse=not args.no_fuse,
-                         int8_mlp_fp32=args.int8_mlp_fp32, overwrite=args.overwrite)
+                         int8_mlp_fp32=args.int8_mlp_fp32, overwrite=args.overwrite,
+                         trust_remote_code=args.trust_remote_code)
     say(result.describe())
     say(f"Wrote {result.out_dir}: {', '.join(result.files)}")
 

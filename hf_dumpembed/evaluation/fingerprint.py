@@ -7,16 +7,13 @@ import hashlib
 import json
 from pathlib import Path
 
-from .._utils.hashing import sha256_file
+from .._utils.hashing import files_sha256
 from ..data.beir import CORPUS_FILE, QUERIES_FILE, BeirData
 
 
 def beir_files_sha256(folder: str | Path, split: str) -> str:
     """sha256 over the names and sha256s of the data files a BEIR folder's ``split`` is read from."""
-    folder = Path(folder)
-    files = [folder / CORPUS_FILE, folder / QUERIES_FILE, folder / "qrels" / f"{split}.tsv"]
-    text = "\n".join(f"{p.relative_to(folder).as_posix()} {sha256_file(p)}" for p in files if p.is_file())
-    return hashlib.sha256(text.encode()).hexdigest()
+    return files_sha256(folder, [CORPUS_FILE, QUERIES_FILE, f"qrels/{split}.tsv"])
 
 
 def beir_data_sha256(data: BeirData) -> str:

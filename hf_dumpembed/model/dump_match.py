@@ -101,7 +101,10 @@ def match_dump_rows(
             slots = dump_slots(model, prefixed["attention_mask"])
             row_of = torch.cumsum(slots.long(), dim=1) - 1  # the j-th slot of each row takes rows[j]
             embeddings = backbone.get_input_embeddings()(prefixed["input_ids"])
-            embeddings = torch.where(slots[..., None], rows.to(embeddings.dtype)[row_of.clamp_min(0)], embeddings)
+            # A one-hot product, not rows[row_of]: the backward of advanced indexing accumulates with index_put_,
+            # whose order over CPU threads varies run to run; a matrix product's backward does not.
+            choose = torch.nn.functional.one_hot(row_of.clamp_min(0), len(dump_ids)).to(embeddings.dtype)
+            embeddings = torch.where(slots[..., None], choose @ rows.to(embeddings.dtype), embeddings)
             states = backbone(inputs_embeds=embeddings, attention_mask=prefixed["attention_mask"]).last_hidden_state
             states = text_states_without_dump(states.float(), slots)
             mask = plain["attention_mask"][..., None].float()

@@ -13,6 +13,14 @@ the MLP down-projections kept in fp32) and
 precision it was checked at is recorded in onnx_export.json). Every graph is run after writing and compared with
 the torch model; one that disagrees beyond its tolerance is not written (the fused graph is then left out and the
 export goes on with the portable one).
+
+Decoders: the graph runs the backbone on the whole input, the constant prefix (BOS, [DUMP1..K]) included; it does not
+hold that prefix's key/value states as constants, as the torch model's prefix cache (``config.prefix_cache``) does.
+The graph's inputs are the tokenizer's output, which carries the prefix, so that every runtime feeds it exactly as
+tokenized (fastembed, onnxruntime, OpenVINO: no code of their own); holding the states would mean cutting each row's
+prefix out inside the graph (at a data-dependent place under left padding) and running the backbone against a cache,
+for a saving of at most P / (P + L) of the work (5 of about 70 tokens for BOS + K = 4 before a 64-token text). The
+parity check compares this full graph with the torch model's cached forward, so both are held to the same vectors.
 """
 
 from __future__ import annotations
@@ -249,14 +257,18 @@ def add_fused_graph(staging: Path, accept_fused: Callable[[list[Parity]], bool])
 
 def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = False, openvino: bool = False,
                 precision: str = "f32", fuse: bool = True, int8_mlp_fp32: bool = False,
-                overwrite: bool = False) -> OnnxExport:
+                overwrite: bool = False, trust_remote_code: bool = False) -> OnnxExport:
     """Write ``out_dir``: model.onnx (+ model_optimized.onnx, model_int8.onnx, openvino/), tokenizer files,
     README.md, onnx_export.json. ``fuse``: also write the onnxruntime-fused graph (int8 is quantised from it);
     ``int8_mlp_fp32``: keep each layer's MLP down-projection in fp32 in the int8 graph (closer vectors, slower).
 
     Raises ValueError (nothing written) when a graph's vectors disagree with the torch model beyond tolerance, or for
-    a model that composes a prompt inside its forward (not expressible as one static graph).
+    a model that composes a prompt inside its forward (not expressible as one static graph); UntrustedRemoteCode for
+    a folder whose code is not hf_dumpembed's own, unless ``trust_remote_code``.
     """
+    from .._utils.remote_trust import require_trusted_code
+
+    require_trusted_code(model_dir, trust_remote_code)  # the export loads the folder's tokenizer with its code
     require("onnx")
     if openvino:
         require("openvino")

@@ -297,7 +297,10 @@ def mine_negatives(pairs: list[list[str]], corpus: list[str], mining: MiningConf
 
     logger.info("Mining %d hard negative(s) for %d pairs over %d documents with %s", num_negatives, len(pairs),
                 len(corpus), model_name)
-    model = SentenceTransformer(model_name, trust_remote_code=True, device="cpu" if _no_cuda() else None)
+    # A local folder was checked by `train` (hf_dumpembed's own code, or --trust-remote-code); a Hub id's own code
+    # never runs here (download it and give the folder to use a model that needs its code).
+    model = SentenceTransformer(model_name, trust_remote_code=Path(model_name).is_dir(),
+                                device="cpu" if _no_cuda() else None)
     if text_length is not None:
         limit = text_length + dump_prefix_length(model)
         model.max_seq_length = min(model.max_seq_length or limit, limit)

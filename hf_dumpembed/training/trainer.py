@@ -298,11 +298,12 @@ def train(config: TrainConfig, resume: bool = False, callbacks: Sequence[Trainer
     With ``resume`` the run continues from the last checkpoint in ``config.checkpoint_path`` (model, optimizer,
     scheduler, sampler position and random states), ending with the same number of steps as an uninterrupted
     run. Under ``torchrun``/``accelerate launch`` each process trains on its share of every global batch with
-    in-batch negatives gathered across processes; only rank 0 writes. A local ``model.init_from`` or backbone
-    folder whose code is not hf_dumpembed's own is refused unless ``trust_remote_code``. A run that fails before
-    its first checkpoint leaves no checkpoint folder it created.
+    in-batch negatives gathered across processes; only rank 0 writes. A local ``model.init_from``, backbone or
+    mining-model folder whose code is not hf_dumpembed's own is refused unless ``trust_remote_code`` (a Hub
+    mining model's own code never runs). A run that fails before its first checkpoint leaves no checkpoint folder
+    it created.
     """
-    for folder in (config.model.init_from, config.model.backbone):
+    for folder in (config.model.init_from, config.model.backbone, *(data.mining.model for data in config.data)):
         if folder and Path(folder).is_dir():
             require_trusted_code(folder, trust_remote_code)
     if int(os.environ.get("RANK", "0")) != 0:
