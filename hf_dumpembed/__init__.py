@@ -18,6 +18,7 @@ _LAZY = {
     "add_dump_tokens": "model.tokenizer",
     "export_stock_st": "model.export",
     "check_load_paths": "model.verify",
+    "quantize": "model.quantization",
     "default_encoder_path": "data.assets",
     "default_decoder_path": "data.assets",
 }

@@ -28,8 +28,10 @@ def fitted(bert_dump_model: Path, tmp_path_factory: pytest.TempPathFactory) -> d
     base = tmp_path_factory.mktemp("cached-eval")
     corpus = write_corpus(base / "corpus.txt")
     outs = {"spectemp": base / "spectemp", "pca": base / "pca"}
-    fit_projections(bert_dump_model, {outs["spectemp"]: FitOptions(method="spectemp", dim=8, progress=False),
-                                      outs["pca"]: FitOptions(method="pca", dim=8, progress=False)}, corpus=corpus)
+    spectemp = FitOptions(method="spectemp", dim=8, mode="reference", progress=False)
+    fit_projections(bert_dump_model, {outs["spectemp"]: spectemp, outs["pca"]: FitOptions(method="pca", dim=8,
+                                                                                         progress=False)},
+                    corpus=corpus)
     return {**outs, "corpus": corpus, "base": base}
 
 

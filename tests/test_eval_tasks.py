@@ -30,8 +30,9 @@ def test_results_land_under_model_name_and_revision(known_run) -> None:  # noqa:
     assert result["scores"]["test"][0]["ndcg_at_10"] == pytest.approx(KNOWN_NDCG_AT_10, abs=1e-5)
     meta = json.loads((folder / "model_meta.json").read_text())
     assert meta["name"] == MODEL_NAME and meta["revision"] == REVISION
-    assert meta["loader"].endswith("SentenceTransformerEncoderWrapper")
-    assert meta["loader_kwargs"] == {"trust_remote_code": True}
+    # the folder loader (it reads the folder, not the Hub name), the facts it checks, the dimension evaluated
+    assert meta["loader"] == "load_dumpembed_folder" and meta["embed_dim"] == 32
+    assert meta["loader_kwargs"]["dumpembed"]["num_dump_tokens"] == 4
 
 
 def test_mteb_task_agrees_with_metrics_on_cached_embeddings(bert_dump_model: Path, tmp_path: Path) -> None:

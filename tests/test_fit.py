@@ -35,10 +35,10 @@ def spectemp_folders(llama_dump_model: Path, corpus: Path, tmp_path_factory: pyt
     """SpecTemp (reference mode) fitted at k=16 and at k=8 on the tiny Llama; the source digest before fitting."""
     before = folder_digest(llama_dump_model)
     root = tmp_path_factory.mktemp("fits")
-    fit16 = fit_projection(llama_dump_model, root / "st16", FitOptions(method="spectemp", dim=16, progress=False),
-                           corpus=corpus)
-    fit8 = fit_projection(llama_dump_model, root / "st8", FitOptions(method="spectemp", dim=8, progress=False),
-                          corpus=corpus)
+    fit16 = fit_projection(llama_dump_model, root / "st16",
+                           FitOptions(method="spectemp", dim=16, mode="reference", progress=False), corpus=corpus)
+    fit8 = fit_projection(llama_dump_model, root / "st8",
+                          FitOptions(method="spectemp", dim=8, mode="reference", progress=False), corpus=corpus)
     return before, fit16, fit8
 
 
@@ -254,3 +254,40 @@ def test_cli_fit_writes_a_folder(llama_dump_model, tmp_path, capsys) -> None:
     assert encode_with_automodel(tmp_path / "cli", TEXTS).shape == (len(TEXTS), 10)
     with pytest.raises(SystemExit, match="needs --dim"):
         cli_main(["fit", str(llama_dump_model), str(tmp_path / "cli2"), "--method", "pca"])
+
+
+def test_fit_without_matplotlib_fails_before_encoding_anything(llama_dump_model, corpus, tmp_path,
+                                                               monkeypatch) -> None:
+    """The default fit writes plots: with matplotlib unimportable it stops before loading the model or encoding a
+    text, names the fix (the `plots` extra, or --no-plots), and leaves nothing behind; --no-plots fits without it.
+    Before the check, the fit encoded the whole corpus and failed when writing the first plot."""
+    import sys
+
+    import hf_dumpembed.projections.fit as fit_module
+
+    ran: list[str] = []
+
+    def must_not_run(name):  # noqa: ANN001, ANN202
+        def spy(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            ran.append(name)
+            raise AssertionError(f"{name} ran before the missing matplotlib was reported")
+        return spy
+
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` raises ImportError
+    monkeypatch.setattr(fit_module, "load_for_fit", must_not_run("load_for_fit"))
+    monkeypatch.setattr(fit_module, "encode_corpus", must_not_run("encode_corpus"))
+    monkeypatch.setattr(fit_module, "read_corpus", must_not_run("read_corpus"))
+    outs = tmp_path / "outs"
+    with pytest.raises(ImportError, match=r"pip install 'hf_dumpembed\[plots\]'.*--no-plots"):
+        fit_projection(llama_dump_model, outs / "api", FitOptions(method="pca", dim=8, progress=False), corpus=corpus)
+    with pytest.raises(SystemExit, match=r"hf-dumpembed fit: error: plots need matplotlib.*--no-plots"):
+        cli_main(["fit", str(llama_dump_model), str(outs / "cli"), "--method", "spectemp", "--mode", "reference",
+                  "--dim", "8", "--corpus", str(corpus)])
+    assert ran == [] and not outs.exists()
+    monkeypatch.undo()  # the real loaders again (matplotlib stays unimportable below)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    out = fit_projection(llama_dump_model, outs / "no-plots", FitOptions(method="pca", dim=8, progress=False,
+                                                                           plots=False), corpus=corpus)
+    assert _info(out)["plots"] == [] and not (out / "plots").exists()

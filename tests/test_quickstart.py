@@ -24,9 +24,13 @@ TINY_BUDGET = Budget(
 )
 
 
-def write_collection(data_dir: Path, name: str, split: str, offset: int, size: int) -> Path:
-    """Pairs (first three words -> the whole sentence) of the fixture sentences, with a manifest as built ones have."""
-    texts = corpus_texts()[offset : offset + size]
+def write_collection(data_dir: Path, name: str, split: str, offset: int, size: int, follow: bool = False) -> Path:
+    """Pairs (first three words -> the whole sentence) of the fixture sentences, with a manifest as built ones have.
+    ``follow``: each document is its sentence and the next one (SpecTemp auto mode's pseudo-queries, fitted on the
+    training collection, are a text's first sentence against the whole text)."""
+    sentences = corpus_texts()
+    texts = [sentences[i] + (f" {sentences[(i + 7) % len(sentences)]}" if follow else "")
+             for i in range(offset, offset + size)]
     folder = data_dir / name
     write_beir(folder, {f"d{i}": {"title": "", "text": t} for i, t in enumerate(texts)},
                {f"q{i}": " ".join(t.split()[:3]) for i, t in enumerate(texts)},
@@ -39,7 +43,7 @@ def write_collection(data_dir: Path, name: str, split: str, offset: int, size: i
 @pytest.fixture(scope="module")
 def tiny_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     data = tmp_path_factory.mktemp("quickstart-data")
-    write_collection(data, "StdlibCodeTrain", "train", 0, 48)
+    write_collection(data, "StdlibCodeTrain", "train", 0, 48, follow=True)
     write_collection(data, "StdlibCode", "test", 60, 30)
     write_collection(data, "PyFAQ", "test", 100, 20)
     return data
@@ -100,8 +104,8 @@ def hand_ndcg_at_10(folder: Path, collection: Path) -> float:
 def test_every_step_runs_and_writes_its_outputs(tiny_run):
     options, run = tiny_run
     out = options.output_dir
-    assert [r.row.name for r in run.results] == ["k0", "k4", "spectemp", "pca"]
-    assert [r.dim for r in run.results] == [32, 32, 8, 8]
+    assert [r.row.name for r in run.results] == ["k0", "k4", "spectemp", "spectemp-reference", "pca"]
+    assert [r.dim for r in run.results] == [32, 32, 8, 8, 8]
     for result in run.results:
         assert set(result.scores) == {"PyFAQ", "StdlibCode"}
     for result in run.decoder_results:  # the decoder runs on samples: 6 queries, 12 documents
@@ -115,9 +119,12 @@ def test_every_step_runs_and_writes_its_outputs(tiny_run):
         info = json.loads((out / f"minilm-k{k}" / "config.json").read_text())["training_info"]
         assert info["steps"] == 6 and info["datasets"][0]["name"] == "StdlibCodeTrain"
     spectemp = json.loads((run.folders["spectemp"] / "config.json").read_text())["projection_info"]
+    reference = json.loads((run.folders["spectemp-reference"] / "config.json").read_text())["projection_info"]
     pca = json.loads((run.folders["pca"] / "config.json").read_text())["projection_info"]
     assert (spectemp["method"], pca["method"], spectemp["dim"]) == ("spectemp", "pca", 8)
-    assert spectemp["corpus"]["sha256"] == pca["corpus"]["sha256"]  # one encoding pass, one corpus
+    assert (spectemp["mode"], reference["mode"], reference["dim"]) == ("auto", "reference", 8)
+    # one encoding pass, one corpus
+    assert spectemp["corpus"]["sha256"] == reference["corpus"]["sha256"] == pca["corpus"]["sha256"]
     assert (out / "plots" / "ndcg.png").stat().st_size > 0
     assert (out / "plots" / "training_loss.png").stat().st_size > 0
     assert (out / "push-staging" / "model.safetensors").exists()
@@ -125,8 +132,28 @@ def test_every_step_runs_and_writes_its_outputs(tiny_run):
     assert "test-org/tiny-quickstart" in card and "StdlibCode" in card and "SpecTemp" in card
 
 
+def test_the_table_shows_spectemp_auto_and_the_paper_rule_at_the_same_k(tiny_run):
+    """`fit`'s default (auto mode) is the headline SpecTemp folder, and the paper's rule is fitted beside it at the same
+    k from the same encoding pass; the table, the summary and the card name which mode each row ran."""
+    from hf_dumpembed.quickstart.summary import results_table
+
+    options, run = tiny_run
+    by_name = {r.row.name: r for r in run.results}
+    assert by_name["spectemp"].row.label == "[DUMP] + SpecTemp auto k=8"
+    assert by_name["spectemp-reference"].row.label == "[DUMP] + SpecTemp paper rule k=8"
+    table = results_table(run.results, list(run.tasks), baseline="k0")
+    assert "[DUMP] + SpecTemp auto k=8" in table and "[DUMP] + SpecTemp paper rule k=8" in table
+    summary = json.loads((options.output_dir / "summary.json").read_text())
+    assert summary["projection"]["method"] == "spectemp" and summary["projection"]["mode"] == "auto"
+    assert [row["label"] for row in summary["rows"]][2:4] == ["[DUMP] + SpecTemp auto k=8",
+                                                              "[DUMP] + SpecTemp paper rule k=8"]
+    cards = {name: (run.folders[name] / "README.md").read_text() for name in ("spectemp", "spectemp-reference")}
+    assert "SpecTemp, auto mode" in cards["spectemp"]
+    assert "SpecTemp, reference mode (the paper's rule)" in cards["spectemp-reference"]
+
+
 def test_every_score_equals_ndcg_computed_by_hand(tiny_run):
-    """Every cell of the table (4 encoder rows x 2 tasks, 2 decoder rows x 2 sampled tasks) equals nDCG@10 computed
+    """Every cell of the table (5 encoder rows x 2 tasks, 2 decoder rows x 2 sampled tasks) equals nDCG@10 computed
     by hand from the row folder's own vectors. Breaks tried: `score_rows` applying no head to the rows that reuse
     an encoding (the spectemp / pca / embedfilter cells then differ), and ranking by negated cosine in
     `retrieval_metrics` (every cell differs)."""

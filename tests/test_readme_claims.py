@@ -59,7 +59,8 @@ def test_every_test_the_claim_table_names_exists():
 def spectemp16(llama_dump_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     corpus = write_corpus(tmp_path_factory.mktemp("corpus") / "texts.txt")
     return fit_projection(llama_dump_model, tmp_path_factory.mktemp("fit") / "st16",
-                          FitOptions(method="spectemp", dim=16, progress=False, plots=False), corpus=corpus)
+                          FitOptions(method="spectemp", dim=16, mode="reference", progress=False, plots=False),
+                          corpus=corpus)
 
 
 def test_saving_a_model_loaded_at_another_k_writes_a_folder_of_that_k(spectemp16: Path, tmp_path: Path):

@@ -120,12 +120,13 @@ def test_quickstart_fast_on_the_real_model_and_real_text(tmp_path, capsys):
     options = QuickstartOptions(output_dir=tmp_path / "qs", data_dir=tmp_path / "data", fast=True,
                                 eval_tasks=("StdlibCode",), progress=False)
     run = run_quickstart(options)
-    assert [r.row.name for r in run.results] == ["k0", "k4", "spectemp", "pca"]
-    assert [r.dim for r in run.results] == [384, 384, 128, 128]
+    assert [r.row.name for r in run.results] == ["k0", "k4", "spectemp", "spectemp-reference", "pca"]
+    assert [r.dim for r in run.results] == [384, 384, 128, 128, 128]
     assert all(0.3 < r.ndcg("StdlibCode-100q300d") <= 1.0 for r in run.results)  # trained models retrieve code
     assert run.parity["spectemp"].ok
     shown = capsys.readouterr().out
-    assert "[DUMP] + SpecTemp k=128" in shown and "StdlibCode-100q300d" in shown
+    assert "[DUMP] + SpecTemp auto k=128" in shown and "[DUMP] + SpecTemp paper rule k=128" in shown
+    assert "StdlibCode-100q300d" in shown
     assert (options.output_dir / "summary.json").exists()
 
 

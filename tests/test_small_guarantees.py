@@ -3,6 +3,7 @@ does not exist, no leftovers from a failed `eval`, `analyze` or `report --out`. 
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 
@@ -96,3 +97,40 @@ def test_a_train_that_fails_on_its_data_leaves_no_checkpoint_folder(tiny_bert, t
     with pytest.raises(ValueError):
         train(config)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.jsonl"]
+
+
+def test_card_source_must_be_the_folder_the_export_came_from(bert_dump_model, tiny_bert, tmp_path):
+    """Fails on main: `card EXPORT --source OTHER` rendered a card describing OTHER, and on a plain
+    sentence-transformers folder overwrote its README. The export now records its source's content hash."""
+    import shutil
+
+    from sentence_transformers import SentenceTransformer
+
+    from hf_dumpembed.model.export import export_stock_st
+    from hf_dumpembed.model.export_record import EXPORT_RECORD, source_sha256
+
+    source = tmp_path / "source"
+    shutil.copytree(bert_dump_model, source)
+    stock = export_stock_st(source, tmp_path / "stock")
+    record = json.loads((stock / EXPORT_RECORD).read_text())
+    assert record["source"] == {"name": "source", "sha256": source_sha256(source)}
+    main(["card", str(stock), "--source", str(source)])
+    assert "## Usage" in (stock / "README.md").read_text()
+
+    other = tmp_path / "other"
+    main(["build", str(tiny_bert), str(other), "--dump-tokens", "2", "--match-steps", "0"])
+    card_before = (stock / "README.md").read_bytes()
+    with pytest.raises(SystemExit, match="was not exported from"):
+        main(["card", str(stock), "--source", str(other)])
+    (source / "config.json").write_text((source / "config.json").read_text().replace('"normalize": true',
+                                                                                     '"normalize": false'))
+    with pytest.raises(SystemExit, match="the folder changed since the export"):
+        main(["card", str(stock), "--source", str(source)])
+    assert (stock / "README.md").read_bytes() == card_before
+
+    plain = tmp_path / "plain"
+    SentenceTransformer(str(tiny_bert)).save(str(plain))
+    (plain / "README.md").write_text("the user's own card\n")
+    with pytest.raises(SystemExit, match=f"has no {EXPORT_RECORD}"):
+        main(["card", str(plain), "--source", str(other)])
+    assert (plain / "README.md").read_text() == "the user's own card\n"

@@ -195,7 +195,8 @@ def test_auto_needs_enough_pseudo_queries(llama_dump_model, tmp_path) -> None:
 
 
 def test_mode_options() -> None:
-    assert FitOptions(method="spectemp", dim=4).mode == "reference"
+    assert FitOptions(method="spectemp", dim=4).mode == "auto"  # the default; the paper's rule on request
+    assert FitOptions(method="spectemp", dim=4, mode="reference").mode == "reference"
     assert FitOptions(method="spectemp", dim=4, robust=True).mode == "robust"
     assert FitOptions(method="spectemp", dim=4, mode="robust").robust
     with pytest.raises(ValueError, match="contradicts"):
@@ -274,3 +275,25 @@ def test_one_pass_scores_equal_the_per_candidate_metrics() -> None:
                 d = (docs - shift) @ spectrum.eigenvectors[:, :k] * scale
             assert cloze[row, col] == pytest.approx(paired_ndcg_at_10(q, d).mean(), abs=1e-9), (k, label)
             assert fidelity[row, col] == pytest.approx(fidelity_ndcg_at_10(d, neighbours).mean(), abs=1e-9), (k, label)
+
+
+def test_fit_defaults_to_auto_and_reference_keeps_the_papers_rule(llama_dump_model, tmp_path) -> None:
+    """`fit --method spectemp` without --mode runs auto mode; `--mode reference` runs the paper's rule (its γ at k is
+    the rule's γ, which auto records as reference_gamma); each folder's config and card name the mode that ran."""
+    from hf_dumpembed.cli import main as cli_main
+
+    corpus = tmp_path / "paragraphs.txt"
+    corpus.write_text("\n".join(_paragraphs()))
+    common = ["--method", "spectemp", "--dim", "8", "--corpus", str(corpus), "--no-plots"]
+    cli_main(["fit", str(llama_dump_model), str(tmp_path / "default"), *common])
+    cli_main(["fit", str(llama_dump_model), str(tmp_path / "reference"), *common, "--mode", "reference"])
+    default = json.loads((tmp_path / "default" / "config.json").read_text())["projection_info"]
+    reference = json.loads((tmp_path / "reference" / "config.json").read_text())["projection_info"]
+    assert (default["mode"], default["selection"]) == ("auto", "auto") and default["auto"]["ks"]
+    assert (reference["mode"], reference["selection"]) == ("reference", "spectral") and "auto" not in reference
+    assert reference["gamma"] == pytest.approx(default["reference_gamma"])  # the same corpus pass, the paper's γ(8)
+    default_card = (tmp_path / "default" / "README.md").read_text()
+    reference_card = (tmp_path / "reference" / "README.md").read_text()
+    assert "The projection is SpecTemp, auto mode (ours" in default_card and "| mode | auto |" in default_card
+    assert "The projection is SpecTemp, reference mode (the paper's rule)" in reference_card
+    assert "| mode | reference |" in reference_card and "auto mode" not in reference_card

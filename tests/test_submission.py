@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from hf_dumpembed.evaluation.submission import SubmissionOptions, build_model_meta, model_meta_snippet, write_submission
+from hf_dumpembed.evaluation.submission import (
+    SubmissionOptions,
+    build_model_meta,
+    model_meta_snippet,
+    submission_meta,
+    write_submission,
+)
 from tests.eval_fixtures import MODEL_NAME, REVISION, known_run  # noqa: F401
 
 TRAINING_INFO = {
@@ -38,7 +44,7 @@ def test_model_meta_is_accepted_by_mteb(trained_folder: Path) -> None:
     from safetensors.torch import load_file
 
     options = SubmissionOptions(name=MODEL_NAME, revision=REVISION, license="apache-2.0")
-    meta = build_model_meta(trained_folder, options)
+    meta = submission_meta(trained_folder, options)
     config = json.loads((trained_folder / "config.json").read_text())
     assert isinstance(meta, ModelMeta)
     assert meta.training_datasets == {"StdlibCodeTrain"}

@@ -29,11 +29,11 @@ def fitted(llama_dump_model: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     sentences = corpus_texts()  # two-sentence texts: the auto mode's pseudo-queries are their first sentences
     corpus = root / "paragraphs.txt"
     corpus.write_text("\n".join(f"{a} {b}" for a, b in zip(sentences, sentences[7:] + sentences[:7], strict=True)))
-    return {mode: fit_projection(llama_dump_model, root / mode,
-                                 FitOptions(method="spectemp", mode=mode, dim=16, progress=False, plots=False), corpus=corpus)
-            for mode in ("reference", "auto")} | {
-        "pca": fit_projection(llama_dump_model, root / "pca", FitOptions(method="pca", dim=16, progress=False, plots=False),
-                              corpus=corpus)}
+    options = {mode: FitOptions(method="spectemp", mode=mode, dim=16, progress=False, plots=False)
+               for mode in ("reference", "auto")}
+    options["pca"] = FitOptions(method="pca", dim=16, progress=False, plots=False)
+    return {kind: fit_projection(llama_dump_model, root / kind, option, corpus=corpus)
+            for kind, option in options.items()}
 
 
 def at_dim(folder: Path, k: int) -> np.ndarray:

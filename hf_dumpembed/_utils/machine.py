@@ -63,5 +63,7 @@ def describe_machine(info: dict[str, Any]) -> str:
     versions = ", ".join(f"{name} {libraries[name]}" for name in ("torch", "transformers", "sentence-transformers")
                          if libraries.get(name))
     memory = f", {info['memory_gib']:g} GiB" if info.get("memory_gib") else ""
+    load = info.get("load_average")  # os.getloadavg() when the run recorded it (1, 5, 15 minutes)
+    load = f"; load average {' / '.join(f'{v:.1f}' for v in load)}" if isinstance(load, list) and load else ""
     return (f"{info.get('cpu', '?')}, {info.get('cores', '?')} cores{memory}, {info.get('device', 'cpu')}; "
-            f"{versions}; {info.get('torch_threads', '?')} torch threads")
+            f"{versions}; {info.get('torch_threads', '?')} torch threads{load}")

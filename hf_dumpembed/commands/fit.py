@@ -15,10 +15,11 @@ corpus name / relative path + sha256, number of texts, date) goes to config.proj
 A second fit to the same OUT while this one runs fails at once; non-finite corpus statistics are refused.
 
 Methods (SpecTemp and baselines are fitted on the embeddings of --corpus; the others need no corpus):
-  spectemp        PCA with spectral tempering: γ(k) from the SNR knee of the spectrum (--mode reference, the
-                  authors' rule; --mode robust: ours); --mode auto (ours) chooses γ(k), or prefix truncation,
-                  for every k with pseudo-queries from the corpus itself (a text's first line or sentence
-                  against the whole text; no labels; --pseudo-queries N of them)
+  spectemp        PCA with spectral tempering. --mode auto (ours, the default) chooses γ(k), or prefix
+                  truncation, for every k with pseudo-queries from the corpus itself (a text's first line or
+                  sentence against the whole text; no labels; --pseudo-queries N of them); --mode reference:
+                  the paper's rule, γ(k) from the SNR knee of the spectrum; --mode robust (ours): the same rule
+                  with a steadier knee. OUT's config.projection_info["mode"] and its card name the mode
   pca / whiten    centred top-k eigenvectors, γ = 0 / γ = 1
   gamma           γ-whitening with --gamma G (default 0.5)
   embedfilter     middle band of the causal LM's unembedding spectrum: m = d // --ratio (default 2) or --dim
@@ -29,6 +30,11 @@ One folder, many dimensions: spectemp, pca, whiten, gamma, embedfilter and trunc
 any k can be picked at load time and equals a fit at that k:
   AutoModel.from_pretrained(OUT, trust_remote_code=True, projection_dim=128)
   SentenceTransformer(OUT, trust_remote_code=True, model_kwargs={"projection_dim": 128})
+
+Quantized outputs: with --corpus (any method) OUT also gets quantization.json, the int8 ranges and binary
+thresholds of its vectors on the corpus at each selectable k; hf_dumpembed.quantize(embeddings, OUT,
+precision="int8"|"ubinary"|...) uses them (sentence-transformers' encode(precision=...) would take the ranges
+from each batch).
 
 --prompt prompteol|echo (causal LMs) stores a zero-shot prompt the model composes around every text, in
 every load path: PromptEOL (template, last token) or ECHO (text twice, mean over the second copy).
@@ -82,14 +88,16 @@ def register(commands: argparse._SubParsersAction) -> None:
                         help="EmbedFilter filter ratio τ: keep m = d // τ middle directions (default 2)")
     parser.add_argument("--gamma", type=float, default=None, metavar="G", help="γ of --method gamma (default 0.5)")
     parser.add_argument("--mode", choices=["reference", "robust", "auto"], default=None,
-                        help="SpecTemp's γ(k): reference (the authors' rule, default); robust (knee = argmax of "
-                        "Kneedle's difference curve, zero eigenvalues dropped before the noise floor); auto (γ(k) or "
-                        "prefix truncation chosen per k by pseudo-query nDCG@10 on the corpus)")
+                        help="SpecTemp's γ(k): auto (default: γ(k) or prefix truncation chosen per k by "
+                        "pseudo-query nDCG@10 on the corpus; needs texts with a first line or sentence to split off); "
+                        "reference (the paper's rule); robust (knee = argmax of Kneedle's difference curve, zero "
+                        "eigenvalues dropped before the noise floor)")
     parser.add_argument("--robust", action="store_true", help="alias of --mode robust")
     parser.add_argument("--pseudo-queries", type=int, default=1000, metavar="N",
                         help="--mode auto: score at most N pseudo-queries, a seeded sample (default: 1000)")
     parser.add_argument("--corpus", default=None, metavar="PATH",
-                        help="texts to fit on (spectemp, pca, whiten, gamma): .jsonl, .txt, BEIR folder, saved dataset")
+                        help="texts to fit on (spectemp, pca, whiten, gamma) and, for any method, to calibrate the "
+                        "quantized outputs (quantization.json): .jsonl, .txt, BEIR folder, saved dataset")
     parser.add_argument("--text-column", default=None, help="text column of a saved HF dataset (default: text)")
     parser.add_argument("--max-texts", type=int, default=1_000_000,
                         help="fit on a seeded sample of at most this many texts (default: 1000000, as the authors)")
@@ -100,7 +108,8 @@ def register(commands: argparse._SubParsersAction) -> None:
                         help="compose a zero-shot prompt inside the model (causal LMs)")
     parser.add_argument("--lm-head", default=None, metavar="PATH",
                         help="EmbedFilter on an untied LM: the original causal-LM folder holding lm_head.weight")
-    parser.add_argument("--no-plots", action="store_true", help="do not write plots/*.png (they need matplotlib)")
+    parser.add_argument("--no-plots", action="store_true",
+                        help="do not write plots/*.png (they need matplotlib, checked before anything is encoded)")
     parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
     add_trust_flag(parser)
     parser.set_defaults(func=_fit)

@@ -12,9 +12,9 @@ The whole workflow on the embedded models, on this machine, with no Hugging Face
      PyFAQ/ManPages come from Debian packages and are skipped, with the reason, where apt-get cannot fetch them);
   2. builds a K=0 baseline and a K=4 [DUMP] model from all-MiniLM-L6-v2 and fine-tunes both with one recipe
      (InfoNCE + GradCache, hard negatives mined once, same data order);
-  3. fits SpecTemp and PCA at the same k on the training corpus;
-  4. evaluates base / [DUMP] / [DUMP]+SpecTemp / [DUMP]+PCA on the held-out sets (nDCG@10 with mteb's scoring,
-     results filed in mteb's layout) and measures encode speed side by side;
+  3. fits SpecTemp (auto mode, fit's default, and the paper's rule) and PCA at the same k on the training corpus;
+  4. evaluates base / [DUMP] / [DUMP]+SpecTemp auto / [DUMP]+SpecTemp paper rule / [DUMP]+PCA on the held-out
+     sets (nDCG@10 with mteb's scoring, results filed in mteb's layout) and measures encode speed side by side;
   5. prints one table, writes plots and summary.json, renders the model card, checks AutoModel,
      SentenceTransformer, MTEB and the stock export give the same vectors, and runs push --dry-run;
   6. with --decoder: SmolLM2-135M-Instruct zero-shot with PromptEOL, with and without EmbedFilter.

@@ -3,7 +3,7 @@ and metrics on cached embeddings."""
 
 from .local_task import beir_task
 from .metrics import K_VALUES, retrieval_metrics
-from .model_meta import build_model_meta
+from .model_meta import build_model_meta, register_folder
 from .presets import GROUPS, LOCAL_TASKS, LONGEMBED_TASKS, STANDARD_TASKS, expand_task_names
 from .results import EvalRow, load_results
 from .runner import EvalRun, load_tasks, run_eval
@@ -21,6 +21,7 @@ __all__ = [
     "expand_task_names",
     "load_results",
     "load_tasks",
+    "register_folder",
     "retrieval_metrics",
     "run_eval",
 ]

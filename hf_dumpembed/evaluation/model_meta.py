@@ -3,13 +3,27 @@ under it, and the leaderboard submission ships it.
 
 config.json, model.safetensors, sentence-transformers files and the README front matter (read with
 huggingface_hub's ``metadata_load``) give parameter counts from the safetensors header, training datasets from
-``config.training_info`` and ``adapted_from`` from ``config.base_model``; the loader is mteb's stock
-``SentenceTransformerEncoderWrapper`` with ``trust_remote_code=True``.
+``config.training_info`` and ``adapted_from`` from ``config.base_model``.
+
+What the folder serves: ``embed_dim`` lists every output dimension it can be loaded at (a fitted projection that
+stores its spectrum serves any k in 1..``projection_info["max_dim"]`` through ``projection_dim=k``; mteb's
+``load_model(embed_dim=k)`` / ``get_model(..., embed_dim=k)`` pass it on), ``framework`` the runtimes it ships for
+(ONNX / OpenVINO only when an export lies in the folder), ``citation`` the papers of the methods it uses.
+
+The loader loads the folder itself, from its path, offline (`load_dumpembed_folder`; mteb's stock
+``SentenceTransformerEncoderWrapper`` would look the name up on the Hub). Its ``loader_kwargs["dumpembed"]``
+carries the [DUMP] count K, the pooling and the projection (method, SpecTemp mode, k) and the loader refuses a
+folder that no longer matches them. They are not ``experiment_kwargs``: mteb passes those to the loader as
+arguments and files results under an extra ``<experiment>/`` folder, while these facts are fixed by the folder
+(its revision already tells two of them apart). `register_folder` puts the ModelMeta in mteb's registry, so that
+``mteb.get_model(path)`` / ``mteb.get_model_meta(path)`` find it (mteb itself resolves names only in its registry
+and on the Hub). A leaderboard submission (`write_submission`) keeps the stock wrapper and the Hub name.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -19,8 +33,35 @@ from typing import Any
 from .._utils.hashing import update_with_file
 from ..data.assets import EMBEDDED_MODELS
 
-LOADER_KWARGS = {"trust_remote_code": True}
-FRAMEWORK = ["Sentence Transformers", "PyTorch"]
+# BibTeX of the methods a folder may use (the model card cites all three; `citation` those the folder uses).
+PAPERS = {
+    "dump_tokens_2026": """\
+@inproceedings{dump_tokens_2026,
+  title     = {Reducing Representational Interference in Retrieval Embeddings with Trainable Prefix Tokens},
+  booktitle = {Proceedings of the 35th ACM International Conference on Information and Knowledge Management (CIKM '26)},
+  year      = {2026},
+  doi       = {10.1145/3799682.3840002},
+  note      = {arXiv:2611.07298}
+}""",
+    "spectemp_2026": """\
+@misc{spectemp_2026,
+  title  = {Spectral Tempering for Embedding Compression in Dense Passage Retrieval},
+  author = {Li, Yongkang and Eustratiadis, Panagiotis and Kanoulas, Evangelos},
+  year   = {2026}
+}""",
+    "embedfilter_2026": """\
+@misc{embedfilter_2026,
+  title = {Your UnEmbedding Matrix is Secretly a Feature Lens for Text Embeddings},
+  year  = {2026},
+  note  = {arXiv:2606.07502}
+}""",
+}
+LOADER_KWARGS = {"trust_remote_code": True}  # the stock wrapper's, for a Hub name (the submission kit)
+FRAMEWORK = ["Sentence Transformers", "PyTorch", "Transformers"]  # every folder: ST, AutoModel (remote code), torch
+# mteb framework literal -> files of an export in the folder (`export-onnx` layout, or sentence-transformers' onnx/
+# and openvino/ backend folders).
+EXPORT_FRAMEWORKS = {"ONNX": ("*.onnx", "onnx/*.onnx"),
+                     "OpenVINO": ("openvino_model.xml", "openvino/*.xml", "openvino_*.xml")}
 _EMBEDDING_KEYS = ("word_embeddings.weight", "embed_tokens.weight", "wte.weight")
 # ISO 639-1 codes a model card may use -> mteb's "xxx-Scrp" codes (extend as needed).
 LANGUAGE_CODES = {"en": "eng-Latn", "de": "deu-Latn", "fr": "fra-Latn", "es": "spa-Latn", "zh": "zho-Hans"}
@@ -120,10 +161,120 @@ def _languages(model_dir: Path, config: dict[str, Any], options: SubmissionOptio
     return mapped or None
 
 
-def build_model_meta(model_dir: str | Path, options: SubmissionOptions = SubmissionOptions(), strict: bool = True):
+def selectable_dims(config: dict[str, Any]) -> int | list[int]:
+    """The output dimensions the folder can be loaded at: 1..max_dim when its fitted projection stores what
+    recomposes it for any k (``projection_info["selection"]``), else its one ``projection_dim``."""
+    dim = int(config["projection_dim"])
+    info = config.get("projection_info") or {}
+    max_dim = info.get("max_dim")
+    if info.get("selection") and isinstance(max_dim, int) and max_dim > 1:
+        return list(range(1, max_dim + 1))
+    return dim
+
+
+def folder_facts(config: dict[str, Any]) -> dict[str, Any]:
+    """What a DumpEmbed folder is: [DUMP] count K, pooling, and its fitted projection (None when it has none)."""
+    info = config.get("projection_info") or {}
+    projection = None
+    if info:
+        projection = {"method": info.get("method"), "mode": info.get("mode"), "dim": int(config["projection_dim"])}
+    return {"num_dump_tokens": int(config.get("num_dump_tokens") or 0), "pooling": config.get("pooling"),
+            "projection": projection}
+
+
+def frameworks(model_dir: Path) -> list[str]:
+    """mteb's ``framework`` list: the runtimes the folder ships for (ONNX / OpenVINO when their export is there)."""
+    found = list(FRAMEWORK)
+    for framework, patterns in EXPORT_FRAMEWORKS.items():
+        if any(next(model_dir.glob(pattern), None) is not None for pattern in patterns):
+            found.append(framework)
+    return found
+
+
+def output_dtypes(model_dir: Path, config: dict[str, Any]) -> list[str] | None:
+    """``ModelMeta.output_dtypes``: the embedding dtypes the folder serves natively; None = float32 only (mteb reads
+    None so). The place to declare calibrated quantized outputs (e.g. ``["float32", "int8", "binary"]``, values of
+    ``mteb.types.OutputDType``) once the folder stores their calibration; nothing is declared yet."""
+    return None
+
+
+def citation(config: dict[str, Any]) -> str | None:
+    """BibTeX of the papers whose methods the folder uses ([DUMP] tokens when K > 0, SpecTemp, EmbedFilter); None
+    when it uses none of them."""
+    method = (config.get("projection_info") or {}).get("method")
+    keys = (["dump_tokens_2026"] if config.get("num_dump_tokens") else []) + [
+        f"{m}_2026" for m in ("spectemp", "embedfilter") if method == m]
+    return "\n".join(PAPERS[key] for key in keys) or None
+
+
+def load_dumpembed_folder(model_name: str, revision: str | None = None, *, folder: str,
+                          dumpembed: dict[str, Any] | None = None, device: str | None = None,
+                          embed_dim: int | None = None, projection_dim: int | None = None,
+                          trust_remote_code: bool = False, **kwargs: Any):
+    """mteb loader of a local DumpEmbed folder: a sentence-transformers encoder loaded from ``folder`` (offline; the
+    ModelMeta's ``name`` and ``revision`` are its identity, not where it is read from).
+
+    ``embed_dim`` (what mteb's ``load_model(embed_dim=k)`` passes) or ``projection_dim`` picks the output dimension:
+    the map recomposed for k, as ``projection_dim=k`` everywhere else. ``dumpembed``: the facts the ModelMeta states
+    (`folder_facts`); a folder that no longer matches them is refused. The folder's code must be hf_dumpembed's own
+    unless ``trust_remote_code``.
+    """
+    from .._utils.remote_trust import require_trusted_code
+
+    path = Path(folder)
+    config = _read_json(path / "config.json")
+    if config.get("model_type") != "dumpembed":
+        raise ValueError(f"{path} is not a DumpEmbed model folder (config.json model_type != 'dumpembed').")
+    if dumpembed is not None:
+        current = folder_facts(config)
+        for key, expected in dumpembed.items():
+            if current.get(key) != expected:
+                raise ValueError(f"{path} no longer is the model its ModelMeta describes: {key} is {current.get(key)!r}"
+                                 f" in the folder, {expected!r} in the ModelMeta; build the ModelMeta again "
+                                 "(build_model_meta / register_folder).")
+    require_trusted_code(path, trust_remote_code)
+    if embed_dim is not None and projection_dim is not None and embed_dim != projection_dim:
+        raise ValueError(f"embed_dim ({embed_dim}) and projection_dim ({projection_dim}) disagree; pass one.")
+    k = projection_dim if projection_dim is not None else embed_dim
+    model_kwargs = dict(kwargs.pop("model_kwargs", None) or {})
+    if k is not None and int(k) != int(config["projection_dim"]):
+        model_kwargs["projection_dim"] = int(k)
+    return _folder_encoder()(str(path), revision=None, device=device, trust_remote_code=True,
+                             model_kwargs=model_kwargs or None, **kwargs)
+
+
+@functools.cache
+def _folder_encoder() -> type:
+    """mteb's ``SentenceTransformerEncoderWrapper`` whose ModelMeta names the dimension this loaded model outputs:
+    ``load_model`` hands the loaded model the ModelMeta with every selectable dimension, and mteb would file results
+    under the largest of them."""
+    from mteb.models.sentence_transformer_wrapper import SentenceTransformerEncoderWrapper
+
+    class DumpEmbedFolderEncoder(SentenceTransformerEncoderWrapper):
+        @property
+        def mteb_model_meta(self):
+            return getattr(self, "_mteb_model_meta", None)
+
+        @mteb_model_meta.setter
+        def mteb_model_meta(self, meta) -> None:
+            dim = self.model.get_embedding_dimension()
+            if meta is not None and not isinstance(meta.embed_dim, int) and dim:
+                meta = meta.model_copy(update={"embed_dim": int(dim)})
+            self._mteb_model_meta = meta
+
+    return DumpEmbedFolderEncoder
+
+
+def build_model_meta(model_dir: str | Path, options: SubmissionOptions = SubmissionOptions(), strict: bool = True,
+                     *, all_dims: bool = True, hub_loader: bool = False, trust_remote_code: bool = False):
     """The ``mteb.ModelMeta`` of a DumpEmbed folder (validated by mteb's pydantic model on construction).
 
     ``strict`` requires a licence (a leaderboard submission does); evaluation runs pass ``strict=False``.
+    ``all_dims``: ``embed_dim`` lists every dimension the folder can be loaded at (`selectable_dims`); False: the one
+    it outputs as saved (the ModelMeta results are filed under: mteb writes ``max(embed_dim)`` into a results
+    ``model_meta.json``). ``hub_loader``: mteb's stock ``SentenceTransformerEncoderWrapper`` loading ``name`` from
+    the Hub (the leaderboard snippet) instead of `load_dumpembed_folder` on this folder. ``trust_remote_code``: the
+    folder loader runs a folder whose code is not hf_dumpembed's own.
     """
     from mteb.models.model_meta import ModelMeta
     from mteb.models.sentence_transformer_wrapper import SentenceTransformerEncoderWrapper
@@ -145,9 +296,14 @@ def build_model_meta(model_dir: str | Path, options: SubmissionOptions = Submiss
     training_info = config.get("training_info") or {}
     training_datasets = {str(d["name"]) for d in training_info.get("datasets", []) if d.get("name")}
     release_date = options.release_date or (training_info.get("trained_at") or "")[:10] or dt.date.today().isoformat()
+    if hub_loader:
+        loader, loader_kwargs = SentenceTransformerEncoderWrapper, dict(LOADER_KWARGS)
+    else:
+        loader = functools.partial(load_dumpembed_folder, folder=str(model_dir.resolve()))
+        loader_kwargs = {"dumpembed": folder_facts(config)} | ({"trust_remote_code": True} if trust_remote_code else {})
     return ModelMeta(
-        loader=SentenceTransformerEncoderWrapper,
-        loader_kwargs=dict(LOADER_KWARGS),
+        loader=loader,
+        loader_kwargs=loader_kwargs,
         name=name,
         revision=revision,
         release_date=release_date,
@@ -156,19 +312,35 @@ def build_model_meta(model_dir: str | Path, options: SubmissionOptions = Submiss
         n_embedding_parameters=n_embedding,
         memory_usage_mb=round(size / 1024**2, 1),
         max_tokens=_max_tokens(model_dir, st_config, config),
-        embed_dim=int(config["projection_dim"]),
+        embed_dim=selectable_dims(config) if all_dims else int(config["projection_dim"]),
         license=license_,
         open_weights=True,
         public_training_code=options.public_training_code,
         public_training_data=options.public_training_data,
-        framework=list(FRAMEWORK),
+        framework=frameworks(model_dir),
         reference=options.reference or (f"https://huggingface.co/{name}" if not name.startswith("local/") else None),
         similarity_fn_name="cosine",
         use_instructions=bool(prompts),
         training_datasets=training_datasets,
         adapted_from=base_model,
         contacts=list(options.contacts) if options.contacts else None,
+        citation=citation(config),
+        output_dtypes=output_dtypes(model_dir, config),
     )
+
+
+def register_folder(model_dir: str | Path, name: str | None = None, trust_remote_code: bool = False):
+    """Put the folder's ModelMeta (`build_model_meta`, non-strict) in mteb's model registry under the path as given,
+    its absolute path and its name, so that ``mteb.get_model(path)``, ``mteb.get_model_meta(path)`` and
+    ``ModelMeta.load_model()`` load this folder, offline. mteb resolves names only in its registry and on the Hub:
+    without this, ``mteb.get_model(path)`` finds no loader. Returns the ModelMeta."""
+    from mteb.models.model_implementations import MODEL_REGISTRY
+
+    meta = build_model_meta(model_dir, SubmissionOptions(name=name), strict=False,
+                            trust_remote_code=trust_remote_code)
+    for key in (str(model_dir), str(Path(model_dir).resolve()), meta.name):
+        MODEL_REGISTRY[key] = meta
+    return meta
 
 
 def _max_tokens(model_dir: Path, st_config: dict[str, Any], config: dict[str, Any]) -> int | None:

@@ -114,7 +114,8 @@ def _run_eval(model_dir: Path, tasks: list[str], results_dir: str | Path, data_d
     from .model_meta import SubmissionOptions, build_model_meta
 
     task_objects = load_tasks(tasks, data_dir)  # fails fast on bad folders / offline official tasks
-    meta = build_model_meta(model_dir, SubmissionOptions(name=model_name, revision=revision), strict=False)
+    meta = build_model_meta(model_dir, SubmissionOptions(name=model_name, revision=revision), strict=False,
+                            all_dims=False)  # results are filed under the dimension evaluated
     wrapper = SentenceTransformerEncoderWrapper(str(model_dir), revision=None, trust_remote_code=True)
     wrapper.mteb_model_meta = meta
     cache = ResultCache(results_dir)

@@ -50,6 +50,13 @@ def model_meta_snippet(meta) -> str:
     )
 
 
+def submission_meta(model_dir: str | Path, options: SubmissionOptions | None = None):
+    """The ModelMeta of the mteb PR: the Hub name loaded by mteb's stock ``SentenceTransformerEncoderWrapper`` (the
+    folder loader lives in hf_dumpembed, which mteb's registry cannot import), ``embed_dim`` the dimension the
+    results were computed at (the leaderboard shows ``max(embed_dim)``)."""
+    return build_model_meta(model_dir, options or SubmissionOptions(), hub_loader=True, all_dims=False)
+
+
 def _task_files(results_dir: Path, meta) -> list[Path]:
     """The result files of ``meta``'s model and revision under ``results_dir`` (mteb's ``ResultCache`` paths)."""
     try:
@@ -65,7 +72,7 @@ def write_submission(
 ) -> Path:
     """Write ``OUT/model_meta.py`` (the mteb PR snippet), ``OUT/model_meta.json`` and
     ``OUT/results/<org>__<name>/<revision>/`` (task JSONs + model_meta.json, the results-repo PR)."""
-    meta = build_model_meta(model_dir, options or SubmissionOptions())
+    meta = submission_meta(model_dir, options)
     results_dir, out = Path(results_dir), Path(out)
     task_files = _task_files(results_dir, meta)
     if not task_files:

@@ -15,8 +15,10 @@ from huggingface_hub import ModelCard, ModelCardData
 
 from .._utils.tables import render_markdown
 from ..data.assets import EMBEDDED_MODELS
+from ..evaluation.model_meta import PAPERS
 from ..remote.configuration_dumpembed import POOLING_DESCRIPTIONS
 from .backbone import is_decoder_folder
+from .export_record import check_export_source
 from .exportable import stock_export_blocker
 
 TEMPLATE = Path(__file__).resolve().parent.parent / "model_cards" / "dumpembed.md"
@@ -42,24 +44,7 @@ def init_text(dump_init: str | None) -> str | None:
         text += (f", then fitted for {match_steps} steps (backbone frozen) so every text token's final state matches "
                  "the model without [DUMP] tokens")
     return text
-CITATIONS = """\
-@inproceedings{dump_tokens_2026,
-  title     = {Reducing Representational Interference in Retrieval Embeddings with Trainable Prefix Tokens},
-  booktitle = {Proceedings of the 35th ACM International Conference on Information and Knowledge Management (CIKM '26)},
-  year      = {2026},
-  doi       = {10.1145/3799682.3840002},
-  note      = {arXiv:2611.07298}
-}
-@misc{spectemp_2026,
-  title  = {Spectral Tempering for Embedding Compression in Dense Passage Retrieval},
-  author = {Li, Yongkang and Eustratiadis, Panagiotis and Kanoulas, Evangelos},
-  year   = {2026}
-}
-@misc{embedfilter_2026,
-  title = {Your UnEmbedding Matrix is Secretly a Feature Lens for Text Embeddings},
-  year  = {2026},
-  note  = {arXiv:2606.07502}
-}"""
+CITATIONS = "\n".join(PAPERS.values())  # BibTeX of the three papers (evaluation.model_meta)
 
 METHOD_TEXT = {
     "spectemp": "SpecTemp: PCA with spectral tempering, eigenvalue exponent γ(k) set from the SNR knee of the spectrum",
@@ -71,6 +56,26 @@ METHOD_TEXT = {
     "random-truncate": "random truncation (a seeded choice of k dimensions)",
     "random-project": "random Gaussian projection (seeded)",
 }
+# SpecTemp's text names the mode that ran (projection_info["mode"]; `fit`'s default is auto).
+SPECTEMP_MODE_TEXT = {
+    "reference": "SpecTemp, reference mode (the paper's rule): PCA with spectral tempering, eigenvalue exponent γ(k) "
+                 "set from the SNR knee of the spectrum",
+    "robust": "SpecTemp, robust mode (ours): PCA with spectral tempering, eigenvalue exponent γ(k) set from the SNR "
+              "knee of the spectrum, the knee taken as the argmax of Kneedle's difference curve",
+    "auto": "SpecTemp, auto mode (ours, `hf-dumpembed fit`'s default): PCA with spectral tempering, the eigenvalue "
+            "exponent γ(k), centring or prefix truncation chosen for every k by a label-free pseudo-query score on "
+            "the fit corpus, starting from the paper's SNR-knee rule",
+}
+
+
+def method_text(info: dict[str, Any]) -> str:
+    """The card's words for the fitted method, naming SpecTemp's mode."""
+    method = str(info.get("method") or "")
+    if method == "spectemp" and info.get("mode") in SPECTEMP_MODE_TEXT:
+        return SPECTEMP_MODE_TEXT[info["mode"]]
+    return METHOD_TEXT.get(method, method)
+
+
 # projection_info key -> label, in the order the card lists them.
 PROJECTION_FIELDS = {
     "mode": "mode",
@@ -179,7 +184,7 @@ def projection_context(model_dir: Path, config: dict[str, Any]) -> dict[str, Any
     method = str(info.get("method") or "")
     return {
         "method": method,
-        "method_text": METHOD_TEXT.get(method, method),
+        "method_text": method_text(info),
         "rows": rows,
         "plots": plot_images(model_dir, list(info.get("plots") or [])),
         "selectable_dims": ", ".join(str(d) for d in selectable_dims(info)),
@@ -214,6 +219,44 @@ def auto_rows(auto: dict[str, Any]) -> list[tuple[str, str]]:
          "; ".join(choices)),
         ("auto: cost", cost),
     ]
+
+
+QUANTIZED_PRECISIONS = ("float32", "int8", "binary", "binary + rescore")
+
+
+def quantization_context(model_dir: Path, model_id: str) -> dict[str, Any] | None:
+    """What the card says about the quantized outputs (None without a valid ``quantization.json``): bytes per
+    vector at each calibrated k and, when the fit scored them (auto mode), the pseudo-query nDCG@10 beside them."""
+    from .quantization import CALIBRATION_FILE, CalibrationError, bytes_per_vector, read_calibration
+
+    try:
+        calibration = read_calibration(model_dir)
+    except CalibrationError:
+        return None
+    scored = calibration.info.get("pseudo_query_ndcg") or {}
+    frontier = scored.get("dims") or {}
+    body = []
+    for k in calibration.dims:
+        cells = []
+        for precision in QUANTIZED_PRECISIONS:
+            size = f"{bytes_per_vector(k, 'ubinary' if precision.startswith('binary') else precision)} B"
+            score = (frontier.get(str(k)) or {}).get(precision)
+            cells.append(size if score is None else f"{score:.3f} · {size}")
+        body.append([str(k), *cells])
+    header = ["k", "fp32", "int8", "binary", "binary + rescore (top 100)"]
+    hub = bool(_HUB_ID.match(model_id)) and not Path(model_id).exists()
+    return {
+        "file": CALIBRATION_FILE,
+        "dims": ", ".join(str(k) for k in calibration.dims),
+        "table": render_markdown(header, body),
+        "scored_queries": scored.get("queries") if frontier else None,
+        "int8_ranges": calibration.info.get("int8_ranges", "per-dimension ranges"),
+        "binary_threshold": calibration.info.get("binary_threshold", "per-dimension thresholds"),
+        "num_texts": calibration.info.get("num_texts"),
+        "open_file": f'hf_hub_download("{model_id}", "{CALIBRATION_FILE}")' if hub
+        else f'"{Path(model_id).as_posix()}/{CALIBRATION_FILE}"',
+        "hub": hub,
+    }
 
 
 def training_context(model_dir: Path, config: dict[str, Any]) -> dict[str, Any] | None:
@@ -394,6 +437,7 @@ def card_context(
         "stock_blocker": blocker,
         "projected": projection is not None,
         "projection": projection,
+        "quantization": quantization_context(model_dir, model_id),
         "training": training,
         "evaluation": evaluation,
         "projection_dim": config.get("projection_dim"),
@@ -439,7 +483,9 @@ def stock_source_config(model_dir: Path, source: str | Path | None) -> tuple[dic
                 f"{model_dir} is a stock sentence-transformers export; pass --source with the DumpEmbed folder it was "
                 "exported from (its metadata goes into the card)."
             )
-        return read_dump_config(Path(source)), Path(source)
+        config = read_dump_config(Path(source))
+        check_export_source(model_dir, source)
+        return config, Path(source)
     return read_dump_config(model_dir), None  # the clear "not a DumpEmbed model folder" error
 
 

@@ -20,6 +20,7 @@ from sentence_transformers.sentence_transformer.modules import Dense, Normalize,
 from .._utils.atomic import output_lock
 from .._utils.folders import check_output_dir, staged_output
 from ..remote import DumpEmbedModel
+from .export_record import write_export_record
 from .exportable import ST_POOLING, stock_export_blocker
 from .folder_check import require_dumpembed_folder
 from .st_files import st_settings
@@ -111,6 +112,21 @@ def _export(model_dir: Path, out_dir: str | Path, overwrite: bool, check: Callab
             if (model_dir / name).exists():
                 shutil.copyfile(model_dir / name, staging / name)
         make_portable(staging, stock.max_seq_length)  # formats sentence-transformers 3.x-6.x, transformers 4.x-5.x read
+        copy_calibration(model_dir, staging, int(model.projection.matrix.shape[1]))
+        write_export_record(staging, model_dir)  # `card --source` checks it
         if check is not None:
             check(staging)
     return Path(out_dir)
+
+
+def copy_calibration(model_dir: Path, out_dir: Path, k: int) -> None:
+    """The quantization calibration of ``model_dir`` at the export's output dimension ``k`` (when it has one), so
+    that `hf_dumpembed.quantize` gives the stock export's vectors the same codes."""
+    from .quantization import CALIBRATION_FILE, Calibration, read_calibration, write_calibration
+
+    if not (model_dir / CALIBRATION_FILE).is_file():
+        return
+    calibration = read_calibration(model_dir)
+    if k in calibration.ranges:
+        write_calibration(out_dir, Calibration({k: calibration.ranges[k]}, {k: calibration.thresholds[k]},
+                                               dict(calibration.info)))

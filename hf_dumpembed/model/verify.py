@@ -93,18 +93,25 @@ class ParityReport:
     max_abs_diff: dict[str, float] = field(default_factory=dict)
     dimension: int = 0
     tolerance: float = 1e-5
+    calibrated_dims: list[int] | None = None  # quantization.json's output dimensions (None: the folder has none)
+    calibration_problems: list[str] = field(default_factory=list)
 
     def passes(self, path: str) -> bool:
         return self.max_abs_diff[path] <= self.tolerance  # NaN fails
 
     @property
     def ok(self) -> bool:
-        return all(self.passes(path) for path in self.max_abs_diff)
+        return all(self.passes(path) for path in self.max_abs_diff) and not self.calibration_problems
 
     def describe(self) -> str:
         lines = [f"embedding dimension {self.dimension}; max |Δ| vs {self.reference} (tolerance {self.tolerance:g}):"]
         for path, diff in self.max_abs_diff.items():
             lines.append(f"  {path:<24} {diff:.2e}  {'ok' if self.passes(path) else 'MISMATCH'}")
+        for problem in self.calibration_problems:
+            lines.append(f"  quantization calibration: FAIL {problem}")
+        if self.calibrated_dims is not None and not self.calibration_problems:
+            lines.append(f"  quantization calibration: ok (int8 ranges, binary thresholds at k = "
+                         f"{', '.join(map(str, self.calibrated_dims))})")
         return "\n".join(lines)
 
 
@@ -156,4 +163,20 @@ def check_load_paths(
     for name, vectors in others.items():
         if vectors.shape != reference.shape:
             raise ValueError(f"{name} gives vectors of shape {vectors.shape}, AutoModel gives {reference.shape}.")
-    return compare_vectors(reference, others, tolerance)
+    report = compare_vectors(reference, others, tolerance)
+    check_calibration(model_dir, report)
+    return report
+
+
+def check_calibration(model_dir: str | Path, report: ParityReport) -> ParityReport:
+    """Fill ``report``'s calibration fields from ``model_dir``'s quantization.json (if it has one)."""
+    from .quantization import CALIBRATION_FILE, CalibrationError, calibration_problems, read_calibration
+
+    if not (Path(model_dir) / CALIBRATION_FILE).is_file():
+        return report
+    report.calibration_problems = calibration_problems(model_dir)
+    try:
+        report.calibrated_dims = read_calibration(model_dir).dims
+    except CalibrationError:
+        report.calibrated_dims = []
+    return report

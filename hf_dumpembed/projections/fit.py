@@ -29,6 +29,7 @@ from .._utils.public_paths import public_path
 from .._utils.remote_trust import require_trusted_code
 from ..model.folder_check import require_dumpembed_folder
 from ..model.prompting import PROMPT_TEMPLATES, PromptMode, prompt_mode, set_prompt_mode  # noqa: F401 - re-exported
+from ..model.quantization import CALIBRATION_FILE, Calibration, projection_fingerprint, write_calibration
 from ..remote import DumpEmbedModel
 from ..remote.modeling_dumpembed import (
     SPECTRAL_EPS,
@@ -40,6 +41,7 @@ from ..remote.modeling_dumpembed import (
 )
 from . import baselines
 from .auto import AutoSelection, check_pseudo_queries, select_auto
+from .calibration import calibrate, calibration_sample, pseudo_query_frontier
 from .corpus import Corpus, read_corpus
 from .embedfilter import band_size, gram_basis
 from .encode import encode_corpus, encode_texts
@@ -65,11 +67,14 @@ class Method(str, Enum):
 
 SPECTRAL_METHODS = (Method.SPECTEMP, Method.PCA, Method.WHITEN, Method.GAMMA)
 SPECTEMP_MODES = ("reference", "robust", "auto")
+# Auto mode was ahead of the paper's rule, PCA and truncation at every k measured on held-out text (BENCHMARKS.md,
+# "SpecTemp auto mode"); ``mode="reference"`` keeps the paper's rule.
+DEFAULT_SPECTEMP_MODE = "auto"
 DEFAULT_GAMMA = 0.5
 DEFAULT_RATIO = 2
 # Files the fit writes itself; everything else in the source folder (tokenizer, sentence-transformers files,
 # training/ side files) is copied unchanged.
-REWRITTEN = ("config.json", "README.md", "model.safetensors", "model.safetensors.index.json")
+REWRITTEN = ("config.json", "README.md", "model.safetensors", "model.safetensors.index.json", CALIBRATION_FILE)
 # Dimensions listed in projection_info["selectable_dims"] (any k in 1..max_dim works).
 SUGGESTED_DIMS = (32, 64, 128, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)
 
@@ -83,9 +88,10 @@ class FitOptions:
         dim: output dimension k (EmbedFilter: the band width m). Required except for EmbedFilter.
         ratio: EmbedFilter's filter ratio τ (m = d // τ); default 2 when neither dim nor ratio is given.
         gamma: exponent of the ``gamma`` method (default 0.5, the paper's γ-whitening baseline).
-        mode: SpecTemp's γ(k): ``reference`` (the authors' rule, default), ``robust`` (ours: knee = difference-curve
-            argmax) or ``auto`` (ours: γ(k), or prefix truncation, chosen per k with pseudo-queries from the
-            corpus; see `auto.py`).
+        mode: SpecTemp's γ(k): ``auto`` (ours, the default: γ(k), or prefix truncation, chosen per k with
+            pseudo-queries from the corpus; see `auto.py`), ``reference`` (the authors' rule, the paper's) or
+            ``robust`` (ours: knee = difference-curve argmax). The folder's ``projection_info["mode"]`` and its card
+            name the mode that ran.
         robust: alias of ``mode="robust"``.
         pseudo_queries: auto mode: at most this many (first segment, text) pairs are scored.
         seed: seed of the random baselines and of the corpus sample (paper seeds 1999, 5, 2026).
@@ -94,7 +100,7 @@ class FitOptions:
         prompt: compose a zero-shot prompt inside the model (``prompteol`` or ``echo``; causal LMs).
         lm_head: the original causal-LM folder, for EmbedFilter on a backbone with an untied lm_head.
         text_column: text column of a saved HF dataset corpus.
-        plots: write PNG plots under ``plots/`` (needs matplotlib).
+        plots: write PNG plots under ``plots/`` (needs matplotlib: checked before anything is encoded).
         progress: show progress bars.
     """
 
@@ -145,7 +151,7 @@ class FitOptions:
             if self.robust and self.mode != "robust":
                 raise ValueError(f"robust (--robust) is the alias of mode 'robust'; it contradicts mode {self.mode!r}.")
         if method is Method.SPECTEMP:
-            object.__setattr__(self, "mode", self.mode or ("robust" if self.robust else "reference"))
+            object.__setattr__(self, "mode", self.mode or ("robust" if self.robust else DEFAULT_SPECTEMP_MODE))
             object.__setattr__(self, "robust", self.mode == "robust")
         if self.pseudo_queries < 1:
             raise ValueError(f"pseudo_queries must be >= 1; got {self.pseudo_queries}.")
@@ -360,6 +366,15 @@ def load_for_fit(model_dir: Path) -> tuple[DumpEmbedModel, PreTrainedTokenizerBa
     return model, tokenizer
 
 
+def check_fit_dependencies(options: list[FitOptions]) -> None:
+    """Fail fast when an optional dependency a fit needs is missing: matplotlib for the plots (the default), so a
+    fit never encodes a whole corpus and then fails on it. ImportError names the fix."""
+    if any(o.plots for o in options):
+        from .plots import pyplot
+
+        pyplot()
+
+
 def fit_projection(model_dir: str | Path, out_dir: str | Path, options: FitOptions,
                    corpus: str | Path | None = None, overwrite: bool = False, trust_remote_code: bool = False) -> Path:
     """Fit ``options.method`` on ``model_dir`` (encoding ``corpus`` when the method needs one) into ``out_dir``."""
@@ -381,6 +396,7 @@ def fit_projections(model_dir: str | Path, targets: Mapping[str | Path, FitOptio
     model_dir = require_dumpembed_folder(model_dir)
     require_trusted_code(model_dir, trust_remote_code)
     items = [(Path(out), options) for out, options in targets.items()]
+    check_fit_dependencies([options for _, options in items])  # before any lock, read or encoding pass
     writer = not (dist.is_available() and dist.is_initialized() and dist.get_rank() != 0)
     with ExitStack() as locks:
         if writer:  # one writer per output, from the start: a second run fails now, not after encoding
@@ -394,27 +410,15 @@ def _fit_locked(model_dir: Path, items: list[tuple[Path, FitOptions]], corpus: s
                 overwrite: bool) -> list[Path]:
     import torch.distributed as dist
 
-    if not items:
-        raise ValueError("fit_projections needs at least one (output folder, options) target.")
+    _check_targets(model_dir, items, corpus, overwrite)
     first = items[0][1]
-    for out_dir, options in items:
-        if out_dir.resolve() == model_dir.resolve():
-            raise ValueError("the output folder must differ from the source model folder (the source is never "
-                             "modified).")
-        check_output_dir(out_dir, overwrite, inputs=[model_dir, corpus, options.lm_head])
-        if options.needs_corpus and corpus is None:
-            raise ValueError(f"--method {options.method.value} is fitted on corpus embeddings: pass --corpus PATH.")
-        differing = [f for f in _ENCODING_FIELDS if getattr(options, f) != getattr(first, f)]
-        if differing:
-            raise ValueError(f"fits sharing one encoding pass must agree on {', '.join(differing)}; fit them "
-                             "separately.")
     needs_corpus = any(options.needs_corpus for _, options in items)
     texts: Corpus | None = None
     if corpus is not None:
-        if needs_corpus:
-            texts = read_corpus(corpus, first.text_column, first.max_texts, first.seed)
-        else:
-            logger.warning("--method %s does not use a corpus; ignoring %s", first.method.value, corpus)
+        texts = read_corpus(corpus, first.text_column, first.max_texts, first.seed)
+        if not needs_corpus:
+            logger.info("--method %s fits no corpus statistics: %s only calibrates the quantized outputs "
+                        "(%s)", first.method.value, corpus, CALIBRATION_FILE)
     model, tokenizer = load_for_fit(model_dir)
     if first.prompt is not None:
         set_prompt_mode(model, tokenizer, first.prompt)
@@ -425,18 +429,22 @@ def _fit_locked(model_dir: Path, items: list[tuple[Path, FitOptions]], corpus: s
     spectrum = None
     pseudo = None
     encode_seconds = None
-    if needs_corpus:
+    calibration_vectors = None
+    if texts is not None:
         pairs = None
         if any(options.is_auto for _, options in items):
             pairs = build_pseudo_queries(texts.texts, first.pseudo_queries, first.seed)
             check_pseudo_queries(len(pairs))
+        sample = calibration_sample(len(texts.texts), first.seed)
+        keep = sample if pairs is None else np.union1d(sample, pairs.indices)
         started = time.perf_counter()
-        stats, kept = encode_corpus(model, tokenizer, texts.texts, first.batch_size, first.progress,
-                                    keep=None if pairs is None else pairs.indices)
+        stats, kept = encode_corpus(model, tokenizer, texts.texts, first.batch_size, first.progress, keep=keep)
         encode_seconds = time.perf_counter() - started
-        spectrum = eigendecompose(stats)
+        if needs_corpus:
+            spectrum = eigendecompose(stats)
+        calibration_vectors = kept[np.searchsorted(keep, sample)]
         if pairs is not None:
-            pseudo = encode_pseudo_queries(model, tokenizer, pairs, kept, first)
+            pseudo = encode_pseudo_queries(model, tokenizer, pairs, kept[np.searchsorted(keep, pairs.indices)], first)
     written = []
     for out_dir, options in items:
         if options.needs_corpus:
@@ -464,8 +472,45 @@ def _fit_locked(model_dir: Path, items: list[tuple[Path, FitOptions]], corpus: s
         check_finite(fitted.projection, prefix="projection.")  # never write a map that gives NaN vectors
         model.projection = fitted.projection
         model.config.projection_dim = info["dim"]
-        written.append(_write_folder(model, model_dir, out_dir, fitted, info, options, overwrite))
+        calibration = None
+        if calibration_vectors is not None and len(calibration_vectors) >= 2:
+            calibration = _calibration(model, fitted, info, calibration_vectors, texts, first.seed,
+                                       pseudo if options.is_auto else None)
+        written.append(_write_folder(model, model_dir, out_dir, fitted, info, options, overwrite, calibration))
     return written
+
+
+def _check_targets(model_dir: Path, items: list[tuple[Path, FitOptions]], corpus: str | Path | None,
+                   overwrite: bool) -> None:
+    """Refuse, before anything is read, targets that cannot be fitted together from one encoding pass."""
+    if not items:
+        raise ValueError("fit_projections needs at least one (output folder, options) target.")
+    first = items[0][1]
+    for out_dir, options in items:
+        if out_dir.resolve() == model_dir.resolve():
+            raise ValueError("the output folder must differ from the source model folder (the source is never "
+                             "modified).")
+        check_output_dir(out_dir, overwrite, inputs=[model_dir, corpus, options.lm_head])
+        if options.needs_corpus and corpus is None:
+            raise ValueError(f"--method {options.method.value} is fitted on corpus embeddings: pass --corpus PATH.")
+        differing = [f for f in _ENCODING_FIELDS if getattr(options, f) != getattr(first, f)]
+        if differing:
+            raise ValueError(f"fits sharing one encoding pass must agree on {', '.join(differing)}; fit them "
+                             "separately.")
+
+
+def _calibration(model: DumpEmbedModel, fitted: FittedProjection, info: dict[str, Any], vectors: np.ndarray,
+                 texts: Corpus, seed: int, pseudo: Any | None):
+    """The quantized outputs' calibration of one fitted map (``pseudo``: an auto fit's pseudo-queries, scored per
+    k and precision for the card)."""
+    calibration = calibrate(fitted.projection, vectors, info["selectable_dims"], normalize=model.config.normalize,
+                            info={"corpus": texts.provenance(), "seed": seed if len(vectors) < len(texts.texts)
+                                  else None})
+    if pseudo is not None:  # a label-free frontier for the card
+        calibration.info["pseudo_query_ndcg"] = {
+            "queries": len(pseudo.pairs), "dims": pseudo_query_frontier(
+                fitted.projection, pseudo.queries, pseudo.documents, calibration, model.config.normalize)}
+    return calibration
 
 
 def _selectable(d: int, info: dict[str, Any]) -> list[int]:
@@ -473,7 +518,8 @@ def _selectable(d: int, info: dict[str, Any]) -> list[int]:
 
 
 def _write_folder(model: DumpEmbedModel, model_dir: Path, out_dir: Path, fitted: FittedProjection,
-                  info: dict[str, Any], options: FitOptions, overwrite: bool) -> Path:
+                  info: dict[str, Any], options: FitOptions, overwrite: bool,
+                  calibration: Calibration | None = None) -> Path:
     from ..model.card import write_card
 
     with staged_output(out_dir, overwrite=overwrite, inputs=[model_dir]) as staging:
@@ -488,6 +534,9 @@ def _write_folder(model: DumpEmbedModel, model_dir: Path, out_dir: Path, fitted:
             info["plots"] = _write_plots(fitted, staging)
         model.config.projection_info = info
         model.save_pretrained(staging, safe_serialization=True)
+        if calibration is not None:  # named after the projection just written, so a later change is caught
+            calibration.info["projection_sha256"] = projection_fingerprint(staging)
+            write_calibration(staging, calibration)
         write_card(staging, model_id=public_path(out_dir))
     logger.info("Wrote %s: %s, dim %s", out_dir, info["method"], info["dim"])
     return out_dir

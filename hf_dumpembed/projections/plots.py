@@ -18,8 +18,18 @@ def pyplot():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as error:
-        raise ImportError("plots need matplotlib: pip install 'hf_dumpembed[plots]' (or pass --no-plots).") from error
+        raise ImportError("plots need matplotlib: pip install 'hf_dumpembed[plots]' (or fit without plots: "
+                          "--no-plots, FitOptions(plots=False)).") from error
     return plt
+
+
+def plots_available() -> bool:
+    """Whether matplotlib can be imported (the fit writes its plots only then)."""
+    try:
+        pyplot()
+    except ImportError:
+        return False
+    return True
 
 
 def _finish(fig, ax, path: Path, xlabel: str, ylabel: str, title: str) -> None:

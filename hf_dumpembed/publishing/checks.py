@@ -42,7 +42,11 @@ FORBIDDEN_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".h5", 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
                    "vocab.txt", "vocab.json", "merges.txt", "tokenizer.model", "spiece.model", "chat_template.jinja")
 ST_FILES = ("modules.json", "config_sentence_transformers.json", "sentence_bert_config.json")
-ROOT_FILES = ("config.json", "generation_config.json", "README.md", ".gitattributes", *TOKENIZER_FILES, *ST_FILES)
+# quantization.json: the int8 ranges and binary thresholds `fit` measured (hf_dumpembed.model.quantization).
+# dumpembed_export.json: a stock export's record of its DumpEmbed source (hf_dumpembed.model.export_record).
+ROOT_FILES = ("config.json", "generation_config.json", "README.md", ".gitattributes", "quantization.json",
+              "dumpembed_export.json",
+              *TOKENIZER_FILES, *ST_FILES)
 # Inside a stock sentence-transformers module folder (1_Pooling/, 2_Dense/, ...).
 MODULE_FILE_PATTERNS = ("config.json", "*.safetensors", "*.json")
 logger = logging.getLogger(__name__)
@@ -169,47 +173,22 @@ def static_checks(folder: Path, report: FolderReport, repo_id: str | None = None
                              f"nothing looks like a credential ({len(files)} files)")
     report.verified = dict(scan.files)
     config = _read_json(folder / "config.json")
-    forbidden = [f for f in files if f.lower().endswith(FORBIDDEN_SUFFIXES)]
-    if forbidden:
-        report.problems.append(f"pickle-based or non-safetensors weights: {', '.join(forbidden)} (publish safetensors "
-                               "only; delete these files)")
-    weights = [f for f in files if f.endswith(".safetensors") and "/" not in f]
-    if not weights:
-        report.problems.append("no *.safetensors weights at the top of the folder")
-    index = folder / "model.safetensors.index.json"
-    if index.exists():
-        shards = set(_read_json(index).get("weight_map", {}).values())
-        missing = sorted(s for s in shards if not (folder / s).exists())
-        if missing:
-            report.problems.append(f"model.safetensors.index.json names missing shards: {', '.join(missing)}")
-    if not forbidden and weights:
-        weight_problems = weights_problems(folder, files, kind is FolderKind.DUMPEMBED)
-        report.problems += weight_problems
-        if not weight_problems:
-            report.passed.append(f"safetensors weights only, exactly the model's tensors, all finite "
-                                 f"({', '.join(f for f in files if f.endswith('.safetensors'))})")
-
-    code_files = sorted(f for f in files if f.endswith(".py") and "/" not in f)
-    if kind is FolderKind.DUMPEMBED:
-        needed = remote_code_files(config)
-        missing = sorted(needed - set(files))
-        if not needed:
-            report.problems.append("config.json has no auto_map: the remote code would not load")
-        elif missing:
-            report.problems.append(f"remote code files named by config.json auto_map are missing: {', '.join(missing)}")
-        else:
-            _check_code_is_ours(folder, sorted(needed), report, trust_remote_code)
-    elif code_files or config.get("auto_map"):
-        report.problems.append(f"a stock export must not carry remote code: {', '.join(code_files) or 'auto_map'} "
-                               "(re-export with `hf-dumpembed export-st`)")
-    else:
-        _check_code_is_ours(folder, [], report, trust_remote_code)
+    _check_weights(folder, files, report)
+    _check_code_files(folder, files, config, report, trust_remote_code)
 
     if not any(f in files for f in ("tokenizer.json", "tokenizer_config.json")):
         report.problems.append("no tokenizer files (tokenizer.json / tokenizer_config.json)")
     missing_st = [f for f in ("modules.json", "config_sentence_transformers.json") if f not in files]
     if missing_st:
         report.problems.append(f"sentence-transformers files missing: {', '.join(missing_st)}")
+
+    from ..model.quantization import CALIBRATION_FILE, calibration_problems
+
+    if CALIBRATION_FILE in files and not scan.problems and not content:
+        calibration = calibration_problems(folder)
+        report.problems += calibration
+        if not calibration:
+            report.passed.append(f"{CALIBRATION_FILE} (int8 ranges, binary thresholds) belongs to these weights")
 
     card_problem = _card_problem(folder / "README.md", repo_id)
     if card_problem:
@@ -224,11 +203,55 @@ def static_checks(folder: Path, report: FolderReport, repo_id: str | None = None
         report.problems.append(
             f"stray files that do not belong in a published model: {', '.join(stray)} (a published folder holds "
             "config.json, *.safetensors, remote code, tokenizer and sentence-transformers files, README.md, "
-            "plots/*.png and training/{config.yaml,environment.json,data_files.json}; move the rest elsewhere)"
+            "quantization.json, plots/*.png and training/{config.yaml,environment.json,data_files.json}; move the "
+            "rest elsewhere)"
         )
     else:
         report.passed.append(f"no stray files ({len(files)} files)")
     return files
+
+
+def _check_weights(folder: Path, files: list[str], report: FolderReport) -> None:
+    """Problems with the weights: pickles, no safetensors, missing shards, tensors that are not the model's."""
+    forbidden = [f for f in files if f.lower().endswith(FORBIDDEN_SUFFIXES)]
+    if forbidden:
+        report.problems.append(f"pickle-based or non-safetensors weights: {', '.join(forbidden)} (publish safetensors "
+                               "only; delete these files)")
+    weights = [f for f in files if f.endswith(".safetensors") and "/" not in f]
+    if not weights:
+        report.problems.append("no *.safetensors weights at the top of the folder")
+    index = folder / "model.safetensors.index.json"
+    if index.exists():
+        shards = set(_read_json(index).get("weight_map", {}).values())
+        missing = sorted(s for s in shards if not (folder / s).exists())
+        if missing:
+            report.problems.append(f"model.safetensors.index.json names missing shards: {', '.join(missing)}")
+    if not forbidden and weights:
+        weight_problems = weights_problems(folder, files, report.kind is FolderKind.DUMPEMBED)
+        report.problems += weight_problems
+        if not weight_problems:
+            report.passed.append(f"safetensors weights only, exactly the model's tensors, all finite "
+                                 f"({', '.join(f for f in files if f.endswith('.safetensors'))})")
+
+
+def _check_code_files(folder: Path, files: list[str], config: dict, report: FolderReport,
+                      trust_remote_code: bool) -> None:
+    """Problems with the Python files: a DumpEmbed folder's auto_map files present and ours; none in a stock export."""
+    code_files = sorted(f for f in files if f.endswith(".py") and "/" not in f)
+    if report.kind is FolderKind.DUMPEMBED:
+        needed = remote_code_files(config)
+        missing = sorted(needed - set(files))
+        if not needed:
+            report.problems.append("config.json has no auto_map: the remote code would not load")
+        elif missing:
+            report.problems.append(f"remote code files named by config.json auto_map are missing: {', '.join(missing)}")
+        else:
+            _check_code_is_ours(folder, sorted(needed), report, trust_remote_code)
+    elif code_files or config.get("auto_map"):
+        report.problems.append(f"a stock export must not carry remote code: {', '.join(code_files) or 'auto_map'} "
+                               "(re-export with `hf-dumpembed export-st`)")
+    else:
+        _check_code_is_ours(folder, [], report, trust_remote_code)
 
 
 def _check_code_is_ours(folder: Path, code: list[str], report: FolderReport, trust_remote_code: bool) -> None:

@@ -108,7 +108,7 @@ def score_rows(rows: list[Row], tasks: dict[str, Path], cache_root: Path, result
         if source.name not in encodings:
             encodings[source.name] = encode_tasks(source.folder, data, cache_root / source.name, progress)
         head = load_head(row.folder) if row.reuses_encoding else None
-        meta = build_model_meta(row.folder, SubmissionOptions(name=row.model_name), strict=False)
+        meta = build_model_meta(row.folder, SubmissionOptions(name=row.model_name), strict=False, all_dims=False)
         result = None
         for task in tasks:
             encoded = encodings[source.name][task]

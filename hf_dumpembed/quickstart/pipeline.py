@@ -1,6 +1,7 @@
 """`hf-dumpembed quickstart`: the whole workflow on the embedded models, every step resumable.
 
-data -> fine-tune K = 0 and K = K [DUMP] (identical recipe) -> fit SpecTemp and PCA at the same k -> evaluate on
+data -> fine-tune K = 0 and K = K [DUMP] (identical recipe) -> fit SpecTemp (auto mode, `fit`'s default, and the
+paper's rule) and PCA at the same k -> evaluate on
 held-out real text -> encode speed -> table, plots, summary -> model card -> verify load paths -> push --dry-run
 (-> with --decoder: SmolLM2 zero-shot PromptEOL, with and without EmbedFilter).
 """
@@ -25,6 +26,7 @@ from ..model.export import export_stock_st
 from ..model.exportable import stock_exportable
 from ..model.verify import ParityReport, check_load_paths
 from ..projections.fit import FitOptions, fit_projections
+from ..projections.plots import plots_available
 from ..publishing.hub import push_folder
 from ..training.config import TrainConfig, config_from_dict
 from ..training.trainer import last_complete_checkpoint, train
@@ -37,6 +39,9 @@ from .summary import plot_losses, plot_results, results_table, training_losses, 
 logger = logging.getLogger(__name__)
 
 SHORTCUT_TOLERANCE = 1e-5
+# The SpecTemp rows of the table: "spectemp" is `fit`'s default (auto mode), the folder the card, the load-path check
+# and the dry-run push use; "spectemp-reference" is the paper's rule at the same k, fitted from the same encoding pass.
+SPECTEMP_MODES = {"spectemp": "auto", "spectemp-reference": "reference"}
 
 
 def training_config(backbone: str, k: int, data: Path, output: Path, budget: Budget, seed: int,
@@ -93,7 +98,9 @@ class Quickstart:
         out = self.out
         self.folders = {
             "k0": out / "minilm-k0", f"k{self.k}": out / f"minilm-k{self.k}",
-            "spectemp": out / f"minilm-k{self.k}-spectemp{dim}", "pca": out / f"minilm-k{self.k}-pca{dim}",
+            "spectemp": out / f"minilm-k{self.k}-spectemp{dim}",
+            "spectemp-reference": out / f"minilm-k{self.k}-spectemp{dim}-reference",
+            "pca": out / f"minilm-k{self.k}-pca{dim}",
             "stock": out / f"minilm-k{self.k}-spectemp{dim}-stock", "staging": out / "push-staging",
             "decoder": out / "smollm2-prompteol", "embedfilter": out / "smollm2-prompteol-embedfilter",
         }
@@ -103,14 +110,17 @@ class Quickstart:
         """What the outputs depend on: a folder made with other settings is not resumed (--decoder only adds
         steps, so a run can be resumed with it)."""
         return {"budget": self.budget.__dict__, "num_dump_tokens": self.k, "encoder": self.encoder,
-                "tasks": list(self.options.eval_tasks), "seed": self.options.seed}
+                "tasks": list(self.options.eval_tasks), "seed": self.options.seed,
+                "spectemp_modes": dict(SPECTEMP_MODES)}
 
     def encoder_rows(self) -> list[Row]:
         k, dim, f = self.k, self.budget.projection_dim, self.folders
         return [
             Row("k0", _label(0), f["k0"], "k0", "quickstart/minilm-k0"),
             Row(f"k{k}", _label(k), f[f"k{k}"], f"k{k}", f"quickstart/minilm-k{k}"),
-            Row("spectemp", f"[DUMP] + SpecTemp k={dim}", f["spectemp"], f"k{k}", self.options.repo_id),
+            Row("spectemp", f"[DUMP] + SpecTemp auto k={dim}", f["spectemp"], f"k{k}", self.options.repo_id),
+            Row("spectemp-reference", f"[DUMP] + SpecTemp paper rule k={dim}", f["spectemp-reference"], f"k{k}",
+                f"quickstart/minilm-k{k}-spectemp{dim}-reference"),
             Row("pca", f"[DUMP] + PCA k={dim}", f["pca"], f"k{k}", f"quickstart/minilm-k{k}-pca{dim}"),
         ]
 
@@ -144,10 +154,12 @@ class Quickstart:
 
     def fit(self) -> None:
         b, k, f = self.budget, self.k, self.folders
+        # one encoding pass for the three fits (auto mode also encodes its short pseudo-queries once); no fit plots
+        # without matplotlib (the quickstart's other plots are skipped the same way)
         shared = {"dim": b.projection_dim, "max_texts": b.fit_max_texts, "seed": 1999,
-                  "progress": self.options.progress}
-        fit_projections(f[f"k{k}"], {f["spectemp"]: FitOptions(method="spectemp", **shared),
-                                     f["pca"]: FitOptions(method="pca", **shared)},
+                  "progress": self.options.progress, "plots": plots_available()}
+        targets = {f[name]: FitOptions(method="spectemp", mode=mode, **shared) for name, mode in SPECTEMP_MODES.items()}
+        fit_projections(f[f"k{k}"], {**targets, f["pca"]: FitOptions(method="pca", **shared)},
                         corpus=self.options.data_folder / TRAIN_COLLECTION, overwrite=True)
 
     def evaluate(self, rows: list[Row], tasks: dict[str, Path]) -> list[RowResult]:
@@ -231,8 +243,8 @@ def run_quickstart(options: QuickstartOptions | None = None) -> Quickstart:
         steps.run(f"train-k{kk}", f"Build and fine-tune K={kk} from all-MiniLM-L6-v2 ({b.train_rows} StdlibCodeTrain "
                   f"pairs, batch {b.batch_size}, {b.num_negatives} hard negative(s))", [f[f"k{kk}"]],
                   lambda config=config: fine_tune(config, options.overwrite))
-    steps.run("fit", f"Fit SpecTemp and PCA at k={b.projection_dim} on the training corpus (one encoding pass)",
-              [f["spectemp"], f["pca"]], run.fit)
+    steps.run("fit", f"Fit SpecTemp (auto mode and the paper's rule) and PCA at k={b.projection_dim} on the "
+              "training corpus (one encoding pass)", [f["spectemp"], f["spectemp-reference"], f["pca"]], run.fit)
 
     rows = run.encoder_rows()
     record = steps.run("evaluate", f"Evaluate {len(rows)} models on {', '.join(run.tasks)} (nDCG@10, mteb's "
@@ -322,7 +334,8 @@ def _report(run: Quickstart, steps: StepRunner, wall_seconds: float) -> None:
         "training": {"data": TRAIN_COLLECTION, "rows": sum(d.get("num_rows", 0) for d in training.get("datasets", [])),
                      "steps": training.get("steps"), "batch_size": b.batch_size, "max_seq_length": b.max_seq_length,
                      "dump_tokens_on_top": True, "seed": options.seed, "num_negatives": b.num_negatives},
-        "projection": {"method": projection.get("method"), "dim": projection.get("dim"), "corpus": TRAIN_COLLECTION,
+        "projection": {"method": projection.get("method"), "mode": projection.get("mode"),
+                       "dim": projection.get("dim"), "corpus": TRAIN_COLLECTION,
                        "num_texts": (projection.get("corpus") or {}).get("num_texts"),
                        "gamma": projection.get("gamma"), "knee": projection.get("knee")},
         "skipped_tasks": run.skipped,

@@ -162,6 +162,7 @@ class _QuickstartTraining(BaseModel):
 class _QuickstartProjection(BaseModel):
     model_config = ConfigDict(strict=True, extra="ignore")
     method: StrictStr
+    mode: StrictStr | None = None  # SpecTemp's mode (summaries written before it was recorded have none)
     dim: StrictInt
     corpus: StrictStr
     num_texts: StrictInt
@@ -315,7 +316,8 @@ def record_from_quickstart(summary: dict[str, Any], path: Path | str = "<summary
              f"of `{training.data}`{negatives}, {budget} at batch {training.batch_size}, max length "
              f"{training.max_seq_length}{' text tokens (+ K [DUMP] tokens)' if training.dump_tokens_on_top else ''}, "
              f"seed {training.seed}, the same recipe for every trained model. "
-             f"**Projection:** {projection.method} to {projection.dim} dimensions, fitted on "
+             f"**Projection:** {projection.method}{f' ({projection.mode} mode)' if projection.mode else ''} to "
+             f"{projection.dim} dimensions, fitted on "
              f"{projection.num_texts} texts of `{projection.corpus}`. **Evaluation text** (never trained "
              f"on): {', '.join(run.tasks)}.")
     if run.skipped_tasks:
