@@ -126,7 +126,7 @@ def test_fitted_vectors_equal_the_numpy_map_of_the_unit_pooled_vectors(method, g
     k = 12  # above this corpus's knee, where SpecTemp's γ(k) is below 1 (0.24)
     if gamma is None:  # SpecTemp: γ(12) by the authors' rule, by hand
         gamma = reference_knee_and_gamma(llama_dump_model, k)[1]
-    extra = {"gamma": gamma} if method == "gamma" else {}
+    extra = {"gamma": gamma} if method == "gamma" else {"mode": "reference"} if method == "spectemp" else {}
     out = fit_projection(llama_dump_model, tmp_path / method,
                          FitOptions(method=method, dim=k, progress=False, plots=False, **extra), corpus=corpus)
     x = unit_pooled_one_by_one(llama_dump_model, TEXTS)

@@ -115,8 +115,10 @@ def test_missing_asset_package_says_how_to_install(monkeypatch, tmp_path):
         default_decoder_path()
 
 
+@pytest.mark.slow
 def test_quickstart_fast_on_the_real_model_and_real_text(tmp_path, capsys):
-    """`quickstart --fast` on all-MiniLM-L6-v2 with the offline collection (StdlibCode from the local stdlib)."""
+    """`quickstart --fast` on all-MiniLM-L6-v2 with the offline collection (StdlibCode from the local stdlib); ~3 min
+    (slow: tests/test_quickstart.py runs every step on tiny models in the default run)."""
     options = QuickstartOptions(output_dir=tmp_path / "qs", data_dir=tmp_path / "data", fast=True,
                                 eval_tasks=("StdlibCode",), progress=False)
     run = run_quickstart(options)
