@@ -19,13 +19,16 @@ REMOTE_FILES = ("configuration_dumpembed.py", "modeling_dumpembed.py")
 # sha256 of released versions of the remote code, by file: folders built by those versions keep loading after the
 # package's own copy changes. The first entries are the files as released at the start of this record.
 RELEASED_REMOTE_SHA256: dict[str, frozenset[str]] = {
-    # the release of 2026-12-01 (main at 04f7804), the first bring-your-own-model commit of that evening, and the
-    # release of 2026-12-02 (main at f43f506; its configuration file is the evening's)
+    # the release of 2026-12-01 (main at 04f7804), the first bring-your-own-model commit of that evening, the
+    # release of 2026-12-02 (main at f43f506; its configuration file is the evening's) and that day's second one
+    # (truncate_dim, the prefix cache)
     "configuration_dumpembed.py": frozenset({"b72c2864b75175ef0904ed7ad5e7baa37c900a3686233426c424b21dc9615c56",
-                                             "a44d5ea29cfc51f28324d7b71f195e911583b50b640a90f5f8be965357001b3d"}),
+                                             "a44d5ea29cfc51f28324d7b71f195e911583b50b640a90f5f8be965357001b3d",
+                                             "474f9b2d5c167dcd42b55a05ca770c09fe43e2800ec5a5bbb7dbbe4eb103d45d"}),
     "modeling_dumpembed.py": frozenset({"8372833c325f30a0757586de91289b551385d128b3d279dc8da03df71c5eda11",
                                         "4b1e04ff591502502861b514e75c755c67cbfecedaf90621e32fe8d4f5d90961",
-                                        "cc8f72730538c14537730228877684ec440f01b1ad890c361a87cea2fc53b169"}),
+                                        "cc8f72730538c14537730228877684ec440f01b1ad890c361a87cea2fc53b169",
+                                        "cd36337fbdbd7a65f30de6677bb765cc70af7a658ea21743d946fd8785078371"}),
 }
 # sentence-transformers module classes that are the library's own (modules.json "type"): no folder code runs.
 STOCK_MODULE_PREFIX = "sentence_transformers."
