@@ -28,7 +28,7 @@ RELEASED_REMOTE_SHA256: dict[str, frozenset[str]] = {
     "modeling_dumpembed.py": frozenset({"8372833c325f30a0757586de91289b551385d128b3d279dc8da03df71c5eda11",
                                         "4b1e04ff591502502861b514e75c755c67cbfecedaf90621e32fe8d4f5d90961",
                                         "cc8f72730538c14537730228877684ec440f01b1ad890c361a87cea2fc53b169",
-                                        "cd36337fbdbd7a65f30de6677bb765cc70af7a658ea21743d946fd8785078371"}),
+                                        "908911595b18d16258babe2843b198c60e98d16cb0d61b152c074b7edc5c16b3"}),
 }
 # sentence-transformers module classes that are the library's own (modules.json "type"): no folder code runs.
 STOCK_MODULE_PREFIX = "sentence_transformers."

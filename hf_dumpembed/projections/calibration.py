@@ -13,7 +13,6 @@ model). The thresholds are stored all the same, so the file's form does not depe
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import numpy as np
@@ -37,12 +36,10 @@ def calibration_sample(num_texts: int, seed: int) -> np.ndarray:
 
 
 def outputs_at(projection: DumpProjection, pooled: np.ndarray, k: int, normalize: bool = True) -> np.ndarray:
-    """The folder's output vectors at dimension ``k`` for unit pooled vectors ``pooled`` (float32)."""
-    if k != projection.matrix.shape[1]:
-        projection = copy.deepcopy(projection)
-        projection.select(k)
+    """The folder's output vectors at dimension ``k`` for unit pooled vectors ``pooled`` (float32): the map recomposed
+    for k, as a folder loaded with ``projection_dim=k`` applies it."""
     with torch.inference_mode():
-        out = projection(torch.from_numpy(np.ascontiguousarray(pooled, dtype=np.float32)))
+        out = projection(torch.from_numpy(np.ascontiguousarray(pooled, dtype=np.float32)), k)
         if normalize:
             out = F.normalize(out, p=2, dim=-1)
     return out.numpy()

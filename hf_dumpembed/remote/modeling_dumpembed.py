@@ -145,33 +145,34 @@ class DumpProjection(nn.Module):
             "method that supports load-time dimensions (spectemp, pca, whiten, gamma, embedfilter, truncate)."
         )
 
-    def select(self, k: int) -> None:
-        """Replace the stored matrix (and, in auto mode, the mean) by those for output dimension ``k``."""
-        matrix = self.matrix_for(k)
+    def recompose(self, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(mean, matrix)`` of the map for output dimension ``k``, recomposed from the stored spectrum (in auto
+        mode the mean follows k's route); refuses a map that is not finite."""
+        matrix = self.matrix_for(k).to(self.matrix.device)
         if not bool(torch.isfinite(matrix).all()):
             raise ValueError(f"the projection recomposed for projection_dim={k} is not finite (a negative stored "
                              "eigenvalue or γ): the folder's spectrum is damaged; refit it.")
-        self.matrix = matrix.to(self.matrix.device)
+        if self.selection != "auto":
+            return self.mean, matrix
+        return (self.centre if self.route(k) == "centred" else torch.zeros_like(self.centre)), matrix
+
+    def select(self, k: int) -> None:
+        """Replace the stored matrix (and, in auto mode, the mean) by those for output dimension ``k``."""
+        mean, self.matrix = self.recompose(k)
         if self.selection == "auto":
-            self.mean = self.centre.clone() if self.route(k) == "centred" else torch.zeros_like(self.centre)
+            self.mean = mean.clone()
 
     def map_for(self, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(mean, matrix)`` of the map for output dimension ``k`` without changing the stored one (a per-call
-        dimension); recomposed once per k and kept while the stored spectrum is unchanged."""
+        """`recompose` for a per-call dimension, without changing the stored map; kept per k while the stored
+        spectrum is unchanged."""
         key = (k, self.matrix.device, *(getattr(self, name)._version for name in ("basis", "gammas", "routes")
                                          if hasattr(self, name)))
         cache = self._maps_by_dim
         if key not in cache:
-            matrix = self.matrix_for(k).to(self.matrix.device)
-            if not bool(torch.isfinite(matrix).all()):
-                raise ValueError(f"the projection recomposed for dimension {k} is not finite (a negative stored "
-                                 "eigenvalue or γ): the folder's spectrum is damaged; refit it.")
-            mean = self.mean
-            if self.selection == "auto":
-                mean = self.centre if self.route(k) == "centred" else torch.zeros_like(self.centre)
             if len(cache) >= 64:
                 cache.clear()
-            cache[key] = (mean, matrix)
+            with torch.inference_mode(False), torch.no_grad():  # plain tensors, usable outside inference mode too
+                cache[key] = self.recompose(k)
         return cache[key]
 
     def forward(self, pooled: torch.Tensor, dim: int | None = None) -> torch.Tensor:
@@ -619,8 +620,8 @@ class DumpEmbedModel(DumpEmbedPreTrainedModel):
         self._prefix_cache_signature: tuple | None = None
 
     def train(self, mode: bool = True):
-        """`nn.Module.train`; entering training drops the prefix cache (training never uses it; ``eval()``, which
-        sentence-transformers calls on every ``encode``, keeps it)."""
+        """`nn.Module.train`; entering training drops the prefix cache (training never uses it). Switching to
+        evaluation mode, which sentence-transformers does on every ``encode``, keeps it."""
         if mode:
             self.clear_prefix_cache()
         return super().train(mode)
