@@ -89,6 +89,39 @@ def test_safetensors_are_checked_by_header_not_by_name(folder, payload, message)
     assert "extra.safetensors: " in _problems(folder) and message in _problems(folder)
 
 
+def _safetensors(header: dict, data: bytes) -> bytes:
+    raw = json.dumps(header).encode()
+    return struct.pack("<Q", len(raw)) + raw + data
+
+
+F32 = {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        (b"short", "shorter than the 8-byte safetensors header length"),
+        (struct.pack("<Q", 2) + b"[]", "its header is not a JSON object"),
+        (_safetensors({"__metadata__": {"a": 1}}, b""), "its __metadata__ is not a string map"),
+        # Both accepted by safetensors.safe_open: an entry with more than dtype/shape/data_offsets (header text
+        # outside the scanned __metadata__) and a dtype this package does not know.
+        (_safetensors({"x": {**F32, "note": "hf_smuggled"}}, bytes(4)), "tensor 'x' has no dtype/shape/data_offsets"),
+        (_safetensors({"x": {**F32, "dtype": "F4", "shape": [8]}}, bytes(4)), "tensor 'x' has an unknown dtype 'F4'"),
+        (_safetensors({"x": {**F32, "shape": [True]}}, bytes(4)), "tensor 'x' has a malformed shape [True]"),
+        (_safetensors({"x": {**F32, "data_offsets": [0, 8]}}, bytes(4)), "data offsets [0, 8] outside the 4-byte"),
+        (_safetensors({"x": {**F32, "data_offsets": [0, 8]}}, bytes(8)), "tensor 'x': 8 bytes for shape [1] of F32"),
+        (_safetensors({"x": F32}, bytes(8)), "its tensors cover 4 of the 8 data bytes"),
+    ],
+)
+def test_safetensors_headers_are_checked_field_by_field(tmp_path, payload, message):
+    """Each header field is checked from the header bytes alone (no tensor data is read), each refusal named."""
+    path = tmp_path / "x.safetensors"
+    path.write_bytes(payload)
+    with path.open("rb") as handle:
+        problem = safetensors_problem(handle, len(payload))
+    assert problem is not None and message in problem
+
+
 def test_truncated_weights_are_refused_statically(folder):
     weights = folder / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])

@@ -12,6 +12,9 @@ from hf_dumpembed.model.export import export_stock_st
 from hf_dumpembed.remote.configuration_dumpembed import MIN_TRANSFORMERS, check_transformers_version
 
 NEED = ".".join(map(str, MIN_TRANSFORMERS))
+# The check compares a given version string by hand, not with transformers.utils.versions.require_version: that
+# reads the installed distribution's metadata (these tests and a shadowing old transformers could not be checked),
+# refuses pre-releases of the floor (5.20rc1) and words its own message; the released remote code stays unchanged.
 
 
 @pytest.mark.parametrize("version", ["4.57.6", "5.19.2", "4.9.0"])

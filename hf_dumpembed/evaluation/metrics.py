@@ -107,6 +107,7 @@ def metrics_from_results(
     results: Mapping[str, Mapping[str, float]], judged: Mapping[str, Mapping[str, int]], k_values: Sequence[int]
 ) -> dict[str, float]:
     """mteb's retrieval scores of a ranking (query id -> {document id: score}) against positive judgements."""
+    # Private on purpose: mteb 2.x has no public scorer of a given ranking (AbsTaskRetrieval calls this one itself).
     from mteb._evaluators.retrieval_metrics import calculate_retrieval_scores, make_score_dict
 
     evaluation = calculate_retrieval_scores(dict(results), dict(judged), list(k_values))

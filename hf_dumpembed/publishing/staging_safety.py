@@ -125,7 +125,12 @@ def open_inside(root: Path, rel: str) -> int:
 
 
 def safetensors_problem(handle, size: int) -> str | None:
-    """Why the open binary ``handle`` (of ``size`` bytes) is not a safetensors file, or None when it is one."""
+    """Why the open binary ``handle`` (of ``size`` bytes) is not a safetensors file, or None when it is one.
+
+    Parsed here rather than by ``safetensors.safe_open``, which opens a path again (not this ``O_NOFOLLOW``
+    descriptor) and accepts what is refused here: tensor entries with extra keys (header text the secret scan of
+    ``__metadata__`` would not see) and dtypes outside `SAFETENSORS_DTYPES` (F4, F6_*, F8_E8M0, ...).
+    """
     if size < 8:
         return "shorter than the 8-byte safetensors header length"
     (length,) = struct.unpack("<Q", handle.read(8))
