@@ -291,3 +291,28 @@ def test_fit_without_matplotlib_fails_before_encoding_anything(llama_dump_model,
     out = fit_projection(llama_dump_model, outs / "no-plots", FitOptions(method="pca", dim=8, progress=False,
                                                                            plots=False), corpus=corpus)
     assert _info(out)["plots"] == [] and not (out / "plots").exists()
+
+
+def test_recorded_fit_corpus_is_read_again_and_checked(tmp_path, monkeypatch):
+    """export-onnx's default calibration: the corpus a folder records, refused when absent, missing or changed."""
+    from hf_dumpembed.projections.corpus import recorded_fit_corpus
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "texts.txt").write_text("first text\nsecond text\n")
+    folder = tmp_path / "model"
+    folder.mkdir()
+
+    def record(corpus: dict | None) -> None:
+        (folder / "config.json").write_text(json.dumps({"projection_info": {"corpus": corpus}}))
+
+    record(None)
+    with pytest.raises(ValueError, match="records no fit corpus"):
+        recorded_fit_corpus(folder)
+    record(read_corpus("texts.txt").provenance())
+    assert recorded_fit_corpus(folder).texts == ["first text", "second text"]
+    (tmp_path / "texts.txt").write_text("first text\nchanged\n")
+    with pytest.raises(ValueError, match="has changed since"):
+        recorded_fit_corpus(folder)
+    (tmp_path / "texts.txt").unlink()
+    with pytest.raises(ValueError, match="which is not here"):
+        recorded_fit_corpus(folder)

@@ -23,6 +23,11 @@ TEXTS = ["Open the file, read every line.", "a", "Dense retrieval ranks passages
          "Two men pushed carts through the woods.", "The girl is carrying a baby."]
 
 
+# Calibration texts for OpenVINO int8 (a fit corpus stands in; other texts than TEXTS).
+CALIBRATION = [f"Text number {i}: how to {verb} a {noun} in Python, step by step." for i, (verb, noun) in enumerate(
+    [(v, n) for v in ("read", "write", "sort", "parse", "copy") for n in ("file", "list", "string", "socket")])]
+
+
 def _onnx_vectors(folder, texts, padding_side="right", file="model.onnx"):
     session = onnxruntime.InferenceSession(str(folder / file), providers=["CPUExecutionProvider"])
     tokenizer = AutoTokenizer.from_pretrained(str(folder))
@@ -35,7 +40,9 @@ def _onnx_vectors(folder, texts, padding_side="right", file="model.onnx"):
 @pytest.fixture(scope="module")
 def bert_onnx(bert_dump_model, tmp_path_factory):
     pytest.importorskip("openvino", reason="pip install 'hf_dumpembed[openvino]'")
-    return export_onnx(bert_dump_model, tmp_path_factory.mktemp("onnx") / "bert", int8=True, openvino=True)
+    pytest.importorskip("nncf", reason="pip install 'hf_dumpembed[openvino]'")
+    return export_onnx(bert_dump_model, tmp_path_factory.mktemp("onnx") / "bert", int8=True, openvino=True,
+                       calibration_texts=CALIBRATION, calibration_source="tests/calibration.txt")
 
 
 def test_encoder_graph_matches_torch(bert_dump_model, bert_onnx):
@@ -67,16 +74,64 @@ def test_encoder_graph_matches_torch(bert_dump_model, bert_onnx):
 
     manifest = json.loads((out / "onnx_export.json").read_text())
     assert manifest["inputs"] == names and manifest["dimension"] == 32 and manifest["openvino_precision"] == "f32"
-    assert all(p["ok"] for p in manifest["parity"]) and len(manifest["parity"]) == 8
+    assert all(p["ok"] for p in manifest["parity"]) and len(manifest["parity"]) == 10
     assert manifest["onnxruntime_fused"]["file"] == "model_optimized.onnx"
     assert manifest["int8_source"] == "model_optimized.onnx"
     assert manifest["int8_fp32_nodes"] == []  # by default every matrix product is quantised
     readme = (out / "README.md").read_text()
     assert "onnxruntime.InferenceSession" in readme and "add_custom_model" in readme and "openvino" in readme
+    assert "openvino_model_int8.xml" in readme and "20 calibration texts from tests/calibration.txt" in readme
     # The tokenizer config is the portable one (transformers 4.x reads it too) and still adds the prefix.
     assert "extra_special_tokens" not in json.loads((out / "tokenizer_config.json").read_text())
     original = AutoTokenizer.from_pretrained(str(bert_dump_model), trust_remote_code=True)
     assert tokenizer("hi")["input_ids"] == original("hi")["input_ids"]
+
+
+def test_openvino_int8_is_quantised_statically_and_close(bert_dump_model, bert_onnx):
+    import openvino
+
+    out = bert_onnx.out_dir
+    assert "openvino/openvino_model_int8.xml" in bert_onnx.files
+    manifest = json.loads((out / "onnx_export.json").read_text())
+    entry = manifest["openvino_int8"]
+    assert entry["file"] == "openvino/openvino_model_int8.xml" and entry["calibration_samples"] == len(CALIBRATION)
+    assert entry["calibration_source"] == "tests/calibration.txt"
+    assert [p["name"] for p in manifest["parity"]][-2:] == ["OpenVINO int8 (right padding)", "OpenVINO int8 (one text)"]
+    model = openvino.Core().read_model(str(out / "openvino" / "openvino_model_int8.xml"))
+    assert sum(op.get_type_name() == "FakeQuantize" for op in model.get_ops()) >= 12  # activations quantised too
+    compiled = openvino.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    batch = AutoTokenizer.from_pretrained(str(out))(TEXTS, padding=True, return_tensors="np")
+    int8 = compiled({n: batch[n].astype(np.int64) for n in manifest["inputs"]})["sentence_embedding"]
+    reference = encode_with_automodel(bert_dump_model, TEXTS)
+    assert not np.allclose(int8, reference, atol=1e-6)
+    assert (int8 * reference).sum(axis=1).min() > 0.95
+
+
+def test_openvino_int8_needs_calibration_texts(bert_dump_model, tmp_path, monkeypatch):
+    pytest.importorskip("nncf", reason="pip install 'hf_dumpembed[openvino]'")
+    with pytest.raises(ValueError, match="needs calibration texts"):
+        export_onnx(bert_dump_model, tmp_path / "out", int8=True, openvino=True)
+    with pytest.raises(ValueError, match="calibration texts are empty"):
+        export_onnx(bert_dump_model, tmp_path / "out", int8=True, openvino=True, calibration_texts=["", " "])
+    assert not (tmp_path / "out").exists()
+    # The CLI: no fit corpus recorded in this folder -> says to pass --calibration; --calibration alone -> add flags.
+    with pytest.raises(SystemExit, match="records no fit corpus.*--calibration PATH"):
+        main(["export-onnx", str(bert_dump_model), str(tmp_path / "out"), "--int8", "--openvino"])
+    with pytest.raises(SystemExit, match="add --int8 --openvino"):
+        main(["export-onnx", str(bert_dump_model), str(tmp_path / "out"), "--calibration", "x.txt"])
+    texts = tmp_path / "mine.txt"
+    texts.write_text("\n".join(CALIBRATION) + "\n")
+    seen = {}
+
+    def record_and_stop(*args, **kwargs):
+        seen.update(kwargs)
+        raise RuntimeError("stop")
+
+    monkeypatch.setattr(onnx_export, "export_onnx", record_and_stop)
+    with pytest.raises(RuntimeError, match="stop"):
+        main(["export-onnx", str(bert_dump_model), str(tmp_path / "out"), "--int8", "--openvino",
+              "--calibration", str(texts)])
+    assert seen["calibration_texts"] == CALIBRATION and seen["calibration_source"] == "mine.txt"
 
 
 def test_decoder_graph_matches_torch_under_left_and_right_padding(llama_dump_model, tmp_path):

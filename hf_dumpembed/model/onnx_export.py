@@ -10,9 +10,10 @@ onnxruntime's transformer fusions (fused attention, skip-LayerNorm, bias-GELU; o
 Optional artefacts: ``model_int8.onnx`` (onnxruntime dynamic int8 quantisation of the fused graph; optionally with
 the MLP down-projections kept in fp32) and
 ``openvino/openvino_model.xml`` (OpenVINO IR from the portable graph, f32 weights; the f32 or bf16 inference
-precision it was checked at is recorded in onnx_export.json). Every graph is run after writing and compared with
-the torch model; one that disagrees beyond its tolerance is not written (the fused graph is then left out and the
-export goes on with the portable one).
+precision it was checked at is recorded in onnx_export.json), with ``--int8`` also ``openvino_model_int8.xml`` (NNCF
+static int8, calibrated on the fit corpus or the user's texts; see openvino_export.py). Every graph is run after
+writing and compared with the torch model; one that disagrees beyond its tolerance is not written (the fused graph
+is then left out and the export goes on with the portable one).
 
 Decoders: the graph runs the backbone on the whole input, the constant prefix (BOS, [DUMP1..K]) included; it does not
 hold that prefix's key/value states as constants, as the torch model's prefix cache (``config.prefix_cache``) does.
@@ -42,6 +43,16 @@ from .._utils.folders import staged_output
 from ..remote import DumpEmbedModel
 from ..remote.modeling_dumpembed import counts_positions_from_mask
 from .onnx_optimize import SINGLE_FILE_LIMIT, down_projections, fuse_for_onnxruntime, quantize_int8, session_options
+from .openvino_export import (
+    OPENVINO_DIR,
+    OPENVINO_FILE,
+    OPENVINO_INT8_FILE,
+    calibration_inputs,
+    calibration_sample,
+    convert_openvino,
+    openvino_runner,
+    quantize_openvino_int8,
+)
 from .stock_compat import legacy_tokenizer_config
 
 logger = logging.getLogger(__name__)
@@ -49,8 +60,6 @@ logger = logging.getLogger(__name__)
 ONNX_FILE = "model.onnx"
 OPTIMIZED_FILE = "model_optimized.onnx"
 INT8_FILE = "model_int8.onnx"
-OPENVINO_DIR = "openvino"
-OPENVINO_FILE = "openvino_model.xml"
 MANIFEST_FILE = "onnx_export.json"
 OUTPUT_NAME = "sentence_embedding"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
@@ -70,7 +79,9 @@ PARITY_TEXTS = (
     "The quick brown fox jumps over the lazy dog.",
 )
 
-EXTRAS = {"onnx": ("onnx", "onnxruntime", "onnxscript"), "openvino": ("openvino",)}
+EXTRAS = {"onnx": ("onnx", "onnxruntime", "onnxscript", "onnx_ir"), "openvino": ("openvino",),
+          "openvino int8": ("openvino", "nncf")}
+EXTRA_OPTION = {"openvino int8": "openvino"}
 
 
 def require(extra: str) -> None:
@@ -83,7 +94,7 @@ def require(extra: str) -> None:
             missing.append(module)
     if missing:
         raise ImportError(f"{', '.join(missing)} not installed: the {extra} export needs them. Install with "
-                          f"pip install 'hf_dumpembed[{extra}]'")
+                          f"pip install 'hf_dumpembed[{EXTRA_OPTION.get(extra, extra)}]'")
 
 
 class EmbeddingGraph(nn.Module):
@@ -203,23 +214,6 @@ def onnxruntime_runner(path: Path) -> Callable[[dict[str, np.ndarray]], np.ndarr
     return lambda batch: session.run([OUTPUT_NAME], batch)[0]
 
 
-def openvino_runner(xml: Path, precision: str) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
-    """Compile the IR for CPU at ``precision`` (explicit: OpenVINO picks bf16 by itself on CPUs that have it)."""
-    import openvino
-
-    compiled = openvino.Core().compile_model(str(xml), "CPU", {"INFERENCE_PRECISION_HINT": precision})
-    return lambda batch: compiled(batch)[compiled.output(OUTPUT_NAME)]
-
-
-def convert_openvino(onnx_path: Path, xml: Path) -> None:
-    """OpenVINO IR with f32 weights (the inference precision is chosen when compiling it)."""
-    import openvino
-
-    model = openvino.convert_model(str(onnx_path))
-    xml.parent.mkdir(parents=True, exist_ok=True)
-    openvino.save_model(model, str(xml), compress_to_fp16=False)
-
-
 def check_parity(name: str, kind: str, run: Callable[[dict[str, np.ndarray]], np.ndarray],
                  batches: dict[str, dict[str, np.ndarray]], references: dict[str, np.ndarray]) -> list[Parity]:
     """One Parity per batch (right padding, left padding for decoders, a single text); NaN-safe."""
@@ -255,25 +249,53 @@ def add_fused_graph(staging: Path, accept_fused: Callable[[list[Parity]], bool])
     return {"file": OPTIMIZED_FILE, "fusions": fusions}
 
 
+def check_request(int8: bool, openvino: bool, precision: str, calibration_texts: Sequence[str] | None
+                  ) -> list[str] | None:
+    """Before anything is loaded: the extras installed, a known precision, and for OpenVINO int8 the calibration
+    sample (None when no OpenVINO int8 IR is asked for)."""
+    require("onnx")
+    if openvino:
+        require("openvino int8" if int8 else "openvino")
+    if precision not in OPENVINO_PRECISIONS:
+        raise ValueError(f"precision must be one of {OPENVINO_PRECISIONS}; got {precision!r}.")
+    if not (int8 and openvino):
+        return None
+    if calibration_texts is None:
+        raise ValueError("OpenVINO int8 (int8 with openvino) is quantised statically: it needs calibration texts, "
+                         "the texts the model will embed (its fit corpus, or your own; export-onnx "
+                         "--calibration PATH). Nothing was written.")
+    return calibration_sample(calibration_texts)
+
+
+def add_openvino_int8(xml: Path, items: list[dict[str, np.ndarray]], check: Callable[..., bool]) -> dict:
+    """Write the NNCF int8 IR next to ``xml`` and check it (at f32 precision for the parts left in float)."""
+    out_xml = xml.with_name(OPENVINO_INT8_FILE)
+    logger.info("Quantising the OpenVINO IR to int8 with NNCF on %d calibration texts ...", len(items))
+    entry = quantize_openvino_int8(xml, out_xml, items)
+    check("OpenVINO int8", "int8", openvino_runner(out_xml, "f32"))
+    return entry
+
+
 def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = False, openvino: bool = False,
                 precision: str = "f32", fuse: bool = True, int8_mlp_fp32: bool = False,
+                calibration_texts: Sequence[str] | None = None, calibration_source: str | None = None,
                 overwrite: bool = False, trust_remote_code: bool = False) -> OnnxExport:
     """Write ``out_dir``: model.onnx (+ model_optimized.onnx, model_int8.onnx, openvino/), tokenizer files,
     README.md, onnx_export.json. ``fuse``: also write the onnxruntime-fused graph (int8 is quantised from it);
     ``int8_mlp_fp32``: keep each layer's MLP down-projection in fp32 in the int8 graph (closer vectors, slower).
+    ``int8`` with ``openvino`` also writes openvino/openvino_model_int8.xml, NNCF's static int8 quantisation
+    calibrated on ``calibration_texts`` (required then: the fit corpus or the user's texts; ``calibration_source``
+    names them in the manifest).
 
-    Raises ValueError (nothing written) when a graph's vectors disagree with the torch model beyond tolerance, or for
-    a model that composes a prompt inside its forward (not expressible as one static graph); UntrustedRemoteCode for
-    a folder whose code is not hf_dumpembed's own, unless ``trust_remote_code``.
+    Raises ValueError (nothing written) when a graph's vectors disagree with the torch model beyond tolerance, for
+    a model that composes a prompt inside its forward (not expressible as one static graph), or for OpenVINO int8
+    without calibration texts; UntrustedRemoteCode for a folder whose code is not hf_dumpembed's own, unless
+    ``trust_remote_code``.
     """
     from .._utils.remote_trust import require_trusted_code
 
     require_trusted_code(model_dir, trust_remote_code)  # the export loads the folder's tokenizer with its code
-    require("onnx")
-    if openvino:
-        require("openvino")
-    if precision not in OPENVINO_PRECISIONS:
-        raise ValueError(f"precision must be one of {OPENVINO_PRECISIONS}; got {precision!r}.")
+    calibration = check_request(int8, openvino, precision, calibration_texts)
     model_dir = Path(model_dir)
     model, tokenizer = load_for_export(model_dir)
     inputs = graph_inputs(model, tokenizer)
@@ -309,10 +331,14 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
             source = staging / (fused["file"] or ONNX_FILE)
             int8_fp32 = quantize_int8(source, staging / INT8_FILE, down_projections(source) if int8_mlp_fp32 else ())
             check("onnxruntime int8", "int8", onnxruntime_runner(staging / INT8_FILE))
+        openvino_int8 = None
         if openvino:
             xml = staging / OPENVINO_DIR / OPENVINO_FILE
             convert_openvino(staging / ONNX_FILE, xml)
             check(f"OpenVINO {precision}", "bf16" if precision == "bf16" else "fp32", openvino_runner(xml, precision))
+            if calibration is not None:
+                openvino_int8 = add_openvino_int8(xml, calibration_inputs(tokenizer, calibration, inputs), check)
+                openvino_int8["calibration_source"] = calibration_source
         write_tokenizer_files(model_dir, staging)
         manifest = {
             "source": str(model_dir.resolve()), "inputs": inputs, "output": OUTPUT_NAME,
@@ -320,7 +346,8 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
             "num_dump_tokens": model.config.num_dump_tokens, "opset": OPSET, "torch": torch.__version__,
             "onnxruntime_fused": fused, "int8_source": (fused["file"] or ONNX_FILE) if int8 else None,
             "int8_fp32_nodes": int8_fp32,
-            "openvino_precision": precision if openvino else None, "parity": [asdict(p) for p in result.parity],
+            "openvino_precision": precision if openvino else None, "openvino_int8": openvino_int8,
+            "parity": [asdict(p) for p in result.parity],
         }
         (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
         from .onnx_readme import render_readme

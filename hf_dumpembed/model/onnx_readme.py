@@ -95,7 +95,14 @@ compiled = openvino.Core().compile_model("{path}/openvino/openvino_model.xml", "
 batch = tokenizer(["How do I read a file line by line in Python?"], padding=True, truncation=True, return_tensors="np")
 embeddings = compiled({{name: batch[name].astype("int64") for name in {inputs_list}}})["sentence_embedding"]
 ```
-{bf16_note}"""
+{bf16_note}{int8_note}"""
+
+OPENVINO_INT8_NOTE = """
+`openvino/openvino_model_int8.xml` is the same IR quantised to int8 by NNCF (static: weights and activations of the
+matrix products, ranges measured on {samples} calibration texts{source}). Compile it the same way (the
+precision hint then applies to the parts left in float); its vectors are close to but not equal to f32 (see the
+parity table). int8 pays on CPUs with VNNI / AMX-INT8 instructions; elsewhere measure it against f32 first.
+"""
 
 BF16_NOTE = ("bf16 runs the matrix products in bfloat16 on CPUs with AVX512-BF16 or AMX (elsewhere OpenVINO "
              "falls back to f32): faster, with vectors that differ in the third decimal.\n")
@@ -138,8 +145,17 @@ def render_readme(model_dir: Path, manifest: dict[str, Any], folder: Path, model
                                          source=manifest.get("int8_source") or "model.onnx") if int8 else "",
         openvino_section=OPENVINO_SECTION.format(
             path=path, precision=openvino, inputs_list=inputs,
-            bf16_note=BF16_NOTE if openvino == "bf16" else "") if openvino else "",
+            bf16_note=BF16_NOTE if openvino == "bf16" else "", int8_note=_openvino_int8_note(manifest)
+        ) if openvino else "",
     )
+
+
+def _openvino_int8_note(manifest: dict[str, Any]) -> str:
+    entry = manifest.get("openvino_int8")
+    if not entry:
+        return ""
+    source = f" from {entry['calibration_source']}" if entry.get("calibration_source") else ""
+    return OPENVINO_INT8_NOTE.format(samples=entry["calibration_samples"], source=source)
 
 
 _ENCODING_FIELD = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids": "type_ids"}

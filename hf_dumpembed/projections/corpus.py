@@ -120,3 +120,28 @@ def read_corpus(path: str | Path, text_column: str | None = None, max_texts: int
             texts = [texts[i] for i in keep]
     return Corpus(texts=texts, path=str(path), sha256=sha256_files(files, root=path if path.is_dir() else None),
                   kind=kind, num_source_texts=num_source_texts)
+
+
+def recorded_fit_corpus(model_dir: str | Path) -> Corpus:
+    """The corpus the folder's projection was fitted on, read again from the path its ``projection_info`` records
+    (relative to the working directory) and checked against the recorded sha256.
+
+    Raises ValueError naming what to pass instead when the folder records no corpus, or the file is gone or changed.
+    """
+    import json
+
+    config = json.loads((Path(model_dir) / "config.json").read_text())
+    recorded = (config.get("projection_info") or {}).get("corpus") or {}
+    hint = "pass the texts to use explicitly (a .jsonl/.txt file, a BEIR folder or a saved HF dataset)"
+    if not recorded.get("path"):
+        raise ValueError(f"{model_dir} records no fit corpus (its projection needs none, or it was never fitted): "
+                         f"{hint}.")
+    path = Path(recorded["path"])
+    if not path.exists():
+        raise ValueError(f"{model_dir} was fitted on {path}, which is not here (paths are relative to the working "
+                         f"directory it was fitted in): run from there, or {hint}.")
+    corpus = read_corpus(path)
+    if recorded.get("sha256") and corpus.sha256 != recorded["sha256"]:
+        raise ValueError(f"{path} has changed since {model_dir} was fitted on it (sha256 {corpus.sha256[:12]}..., "
+                         f"recorded {recorded['sha256'][:12]}...): {hint}.")
+    return corpus

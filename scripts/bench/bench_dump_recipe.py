@@ -119,17 +119,20 @@ def train_one(args: argparse.Namespace, variant: str, seed: int, out: Path) -> P
     return folder
 
 
-def rank(folder: Path, data_dir: Path, batch_size: int, device: str) -> dict[str, dict[str, dict[str, float]]]:
-    """Per held-out collection, each judged query's top-10 documents with their cosine scores (no mteb needed)."""
+def rank(folder: Path, data_dir: Path, batch_size: int, device: str, max_queries: int | None = None,
+         max_documents: int | None = None) -> dict[str, dict[str, dict[str, float]]]:
+    """Per held-out collection, each judged query's top-10 documents with their cosine scores (no mteb needed);
+    ``max_queries`` / ``max_documents``: a seeded sample of each collection (the same for every run)."""
     from sentence_transformers import SentenceTransformer
 
     from hf_dumpembed.data.beir import load_beir
+    from hf_dumpembed.evaluation.cached import subsample
     from hf_dumpembed.evaluation.metrics import top_k_results
 
     model = SentenceTransformer(str(folder), trust_remote_code=True, device=device)
     rankings = {}
     for task in TASKS:
-        data = load_beir(data_dir / task, "test")
+        data = subsample(load_beir(data_dir / task, "test"), max_queries, max_documents)
         query_ids, doc_ids = list(data.queries), list(data.corpus)
         queries = model.encode_query([data.queries[q] for q in query_ids], batch_size=batch_size,
                                      convert_to_tensor=True).float().cpu()
@@ -221,6 +224,10 @@ def main() -> None:
     parser.add_argument("--save-steps", type=int, default=20, help="checkpoint interval (resume granularity)")
     parser.add_argument("--eval-batch", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--max-queries", type=int, default=None,
+                        help="evaluate on a seeded sample of each held-out collection's queries (default: all)")
+    parser.add_argument("--max-documents", type=int, default=None,
+                        help="... and documents (every judged one kept, seeded distractors; default: all)")
     parser.add_argument("--device", default="cpu", help="where to train and encode: cpu, cuda, ...")
     parser.add_argument("--precision", default="fp32", choices=["auto", "bf16", "fp32"],
                         help="training precision (fp32 keeps CPU and GPU runs comparable)")
@@ -259,7 +266,8 @@ def main() -> None:
                 wall = float((folder / "training" / "bench_wall_s.txt").read_text())
                 runs = merge_entry(runs_file, name, {"steps": info["steps"], "train_wall_s": wall,
                                                      "device": args.device})
-                rankings = rank(folder, Path(args.data_dir), args.eval_batch, args.device)
+                rankings = rank(folder, Path(args.data_dir), args.eval_batch, args.device, args.max_queries,
+                                args.max_documents)
                 ranking_file.write_text(json.dumps(rankings))
                 if args.bundle:
                     bundle(out, Path(args.bundle))

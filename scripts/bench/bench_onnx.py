@@ -1,20 +1,24 @@
-"""CPU serving: the torch model vs its ONNX export in onnxruntime and OpenVINO, one run.
+"""CPU serving: the torch model vs its ONNX export in onnxruntime and OpenVINO, one run, short and long texts apart.
 
 Model: DumpEmbed K=4 on the embedded all-MiniLM-L6-v2 (`hf-dumpembed build embedded:encoder`), exported with
-`hf-dumpembed export-onnx --int8 --openvino` (or give --model / --onnx for other folders). Runtimes: torch; the
+`hf-dumpembed export-onnx --int8 --openvino --calibration data/StdlibCodeTrain` (OpenVINO int8 calibrated on the
+training split, never on the held-out sets; or give --model / --onnx for other folders). Runtimes: torch; the
 portable model.onnx and the fused model_optimized.onnx in onnxruntime (fp32); model_int8.onnx, and the int8 graph
 with fp32 MLP down-projections (`--int8-mlp-fp32`, quantised here from the fused graph); the OpenVINO IR at f32
-and bf16 precision. onnxruntime sessions: all graph optimisations, sequential, --threads intra-op threads, no
-busy-waiting workers. Every runtime gets the same tokenized batches (texts sorted by length, as
-sentence-transformers batches them, padded to the batch's longest; tokenization is not timed):
+and bf16 precision, and NNCF's int8 IR. onnxruntime sessions: all graph optimisations, sequential, --threads
+intra-op threads, no busy-waiting workers. Every runtime gets the same tokenized batches (texts sorted by length,
+as sentence-transformers batches them, padded to the batch's longest; tokenization is not timed):
 
-* speed: first paragraphs of CPython stdlib docstrings; interleaved per batch (every runtime encodes a batch, in
-  an order rotated per batch and repeat, before the next batch); medians over repeats of each runtime's total time
-  and the ratio of torch's median to each runtime's (speed-up, same run);
+* speed, per length: short texts (first paragraphs of CPython stdlib docstrings, ~16-24 tokens) and long ones
+  (stdlib function sources, truncated at --max-length), each interleaved per batch (every runtime encodes a
+  batch, in an order rotated per batch and repeat, before the next batch); medians over repeats of each runtime's
+  total time, texts/s (torch's own is printed, so an implausible baseline shows) and the ratio of torch's median
+  to each runtime's (speed-up, same run); the CPU's vector instruction sets are recorded with the machine;
 * quality: nDCG@10 (mteb's metric code) on the held-out collections (StdlibCode, PyFAQ, ManPages under
-  --data-dir), each runtime's vectors vs torch's: relative change, and the minimum cosine between the two.
+  --data-dir), for torch and the runtimes whose arithmetic differs (--quality-runtimes; the fp32 graphs give
+  torch's vectors, which the export's parity check already holds them to): relative change and minimum cosine.
 
-    python scripts/bench/bench_onnx.py --texts 1000 --repeats 5 --output runs/bench_onnx.json
+    python scripts/bench/bench_onnx.py --short 256 --long 128 --repeats 5 --output runs/bench_onnx.json
 
 It writes its BENCHMARKS.md section record (scripts/bench/results/onnx.json) when it finishes; --record-only
 rewrites that record's tables from an existing --output file without measuring anything.
@@ -23,9 +27,11 @@ rewrites that record's tables from an existing --output file without measuring a
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import statistics
 import sys
+import sysconfig
 import tempfile
 import time
 from collections.abc import Callable
@@ -45,19 +51,15 @@ from hf_dumpembed.data.beir import load_beir  # noqa: E402
 from hf_dumpembed.evaluation.cached import subsample  # noqa: E402
 from hf_dumpembed.evaluation.metrics import retrieval_metrics  # noqa: E402
 from hf_dumpembed.model.builder import BuildOptions, build  # noqa: E402
-from hf_dumpembed.model.onnx_export import (  # noqa: E402
-    INT8_FILE,
-    ONNX_FILE,
-    OPENVINO_DIR,
-    OPENVINO_FILE,
-    OPTIMIZED_FILE,
-    OUTPUT_NAME,
-    export_onnx,
-)
+from hf_dumpembed.model.onnx_export import INT8_FILE, ONNX_FILE, OPTIMIZED_FILE, OUTPUT_NAME, export_onnx  # noqa: E402
 from hf_dumpembed.model.onnx_optimize import down_projections, quantize_int8, session_options  # noqa: E402
+from hf_dumpembed.model.openvino_export import OPENVINO_DIR, OPENVINO_FILE, OPENVINO_INT8_FILE, openvino_runner  # noqa: E402
 from hf_dumpembed.remote import DumpEmbedModel  # noqa: E402
 
-SECTION, ORDER, TITLE = "onnx", 15, "CPU serving: torch vs onnxruntime (fp32, fused, int8) vs OpenVINO (f32, bf16)"
+SECTION, ORDER, TITLE = ("onnx", 15,
+                         "CPU serving: torch vs onnxruntime (fp32, fused, int8) vs OpenVINO (f32, bf16, int8)")
+QUALITY_RUNTIMES = ("onnxruntime int8", "OpenVINO bf16", "OpenVINO int8")
+ISA_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16", "amx_int8")
 COLLECTIONS = ("StdlibCode", "PyFAQ", "ManPages")
 Runner = Callable[[dict[str, np.ndarray]], np.ndarray]
 
@@ -66,7 +68,6 @@ def runners(model_dir: Path, onnx_dir: Path, threads: int, work: Path) -> dict[s
     """Each runtime as a function of one tokenized numpy batch -> vectors. The int8 graph with fp32 MLP
     down-projections (`export-onnx --int8-mlp-fp32`) is quantised here from the export's fused graph."""
     import onnxruntime
-    import openvino
 
     model = DumpEmbedModel.from_pretrained(model_dir, dtype=torch.float32).eval()
 
@@ -79,18 +80,46 @@ def runners(model_dir: Path, onnx_dir: Path, threads: int, work: Path) -> dict[s
         session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         return lambda batch: session.run([OUTPUT_NAME], batch)[0]
 
-    def ov(precision: str) -> Runner:
-        compiled = openvino.Core().compile_model(str(onnx_dir / OPENVINO_DIR / OPENVINO_FILE), "CPU", {
-            "INFERENCE_PRECISION_HINT": precision, "INFERENCE_NUM_THREADS": threads,
-            "PERFORMANCE_HINT": "LATENCY"})
-        output = compiled.output(OUTPUT_NAME)
-        return lambda batch: compiled(batch)[output]
-
     mlp_fp32 = work / "model_int8_mlp_fp32.onnx"
     quantize_int8(onnx_dir / OPTIMIZED_FILE, mlp_fp32, down_projections(onnx_dir / OPTIMIZED_FILE))
-    return {"torch fp32": run_torch, "onnxruntime fp32": ort(onnx_dir / ONNX_FILE),
+    ir = onnx_dir / OPENVINO_DIR
+    runs = {"torch fp32": run_torch, "onnxruntime fp32": ort(onnx_dir / ONNX_FILE),
             "onnxruntime fp32 fused": ort(onnx_dir / OPTIMIZED_FILE), "onnxruntime int8": ort(onnx_dir / INT8_FILE),
-            "onnxruntime int8, MLP down fp32": ort(mlp_fp32), "OpenVINO f32": ov("f32"), "OpenVINO bf16": ov("bf16")}
+            "onnxruntime int8, MLP down fp32": ort(mlp_fp32),
+            "OpenVINO f32": openvino_runner(ir / OPENVINO_FILE, "f32", threads),
+            "OpenVINO bf16": openvino_runner(ir / OPENVINO_FILE, "bf16", threads)}
+    if (ir / OPENVINO_INT8_FILE).exists():
+        runs["OpenVINO int8"] = openvino_runner(ir / OPENVINO_INT8_FILE, "f32", threads)
+    return runs
+
+
+def stdlib_sources(limit: int, min_chars: int = 800) -> list[str]:
+    """Source of stdlib functions of at least ``min_chars`` characters (long texts), in sorted file order."""
+    texts: list[str] = []
+    for path in sorted(Path(sysconfig.get_paths()["stdlib"]).glob("*.py")):
+        try:
+            source = path.read_text(encoding="utf-8")
+            tree = ast.parse(source)
+        except (SyntaxError, UnicodeDecodeError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                text = ast.get_source_segment(source, node) or ""
+                if len(text) >= min_chars:
+                    texts.append(text)
+                    if len(texts) == limit:
+                        return texts
+    return texts
+
+
+def cpu_flags() -> list[str]:
+    """The vector instruction sets among ISA_FLAGS this CPU reports (what int8 and bf16 speed depends on)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return []
+    flags = set(next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), []))
+    return [flag for flag in ISA_FLAGS if flag in flags]
 
 
 def batches(tokenizer, texts: list[str], batch_size: int, inputs: list[str], max_length: int
@@ -156,16 +185,20 @@ def measure_quality(runs: dict[str, Runner], tokenizer, inputs: list[str], data_
     return quality
 
 
+def speed_table(length: str, run: dict, result: dict) -> Table:
+    """One length's speed table: median seconds, texts/s and the speed-up against torch in the same run."""
+    torch_median = run["speed"]["torch fp32"]["median_s"]
+    rows = [[name, row["median_s"], run["texts"] / row["median_s"], torch_median / row["median_s"]]
+            for name, row in run["speed"].items()]
+    return Table(columns=["runtime", "median s", "texts/s", "speed-up vs torch"], rows=rows,
+                 caption=f"{length} texts: {run['texts']} {run['source']} (mean {run['mean_tokens']:.1f} tokens with "
+                         f"the [DUMP] prefix, at most {result['max_length']}), batch {result['batch_size']}, "
+                         f"{result['threads']} threads, {result['repeats']} repeats interleaved per batch",
+                 formats={"median s": 2, "texts/s": 0, "speed-up vs torch": 2})
+
+
 def record_tables(result: dict) -> list[Table]:
-    speed = result["speed"]
-    torch_median = speed["torch fp32"]["median_s"]
-    speed_rows = [[name, row["median_s"], result["speed_texts"] / row["median_s"], torch_median / row["median_s"]]
-                  for name, row in speed.items()]
-    tables = [Table(columns=["runtime", "median s", "texts/s", "speed-up vs torch"], rows=speed_rows,
-                    caption=f"{result['speed_texts']} stdlib docstrings (mean {result['mean_tokens']:.1f} tokens with "
-                            f"the [DUMP] prefix), batch {result['batch_size']}, {result['threads']} threads, "
-                            f"{result['repeats']} repeats interleaved per batch",
-                    formats={"median s": 2, "texts/s": 0, "speed-up vs torch": 2})]
+    tables = [speed_table(length, run, result) for length, run in result["lengths"].items()]
     quality = result.get("quality")
     if quality:
         names = list(next(iter(quality.values())))
@@ -190,7 +223,8 @@ def record_tables(result: dict) -> list[Table]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--texts", type=int, default=1000, help="texts in the speed test (default: 1000)")
+    parser.add_argument("--short", type=int, default=256, help="short texts (docstring paragraphs; default: 256)")
+    parser.add_argument("--long", type=int, default=128, help="long texts (function sources; default: 128)")
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats per runtime (default: 5)")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--threads", type=int, default=2, help="threads of every runtime (default: 2)")
@@ -198,8 +232,12 @@ def main() -> None:
     parser.add_argument("--model", type=Path, default=None, help="a DumpEmbed folder (default: build K=4 MiniLM)")
     parser.add_argument("--onnx", type=Path, default=None, help="its export-onnx --int8 --openvino folder")
     parser.add_argument("--data-dir", type=Path, default=Path("data"),
-                        help="held-out collections (scripts/build_datasets.py)")
+                        help="held-out collections and StdlibCodeTrain, the calibration texts "
+                             "(scripts/build_datasets.py)")
     parser.add_argument("--no-quality", action="store_true", help="speed only")
+    parser.add_argument("--quality-runtimes", nargs="+", default=list(QUALITY_RUNTIMES),
+                        help="runtimes scored on the held-out sets besides torch (default: "
+                             f"{', '.join(QUALITY_RUNTIMES)})")
     parser.add_argument("--max-queries", type=int, default=None, help="subsample each collection's queries")
     parser.add_argument("--max-documents", type=int, default=None,
                         help="subsample each collection's documents (judged ones are kept)")
@@ -212,22 +250,30 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="bench-onnx-"))
     model_dir = args.model or build(default_encoder_path(), work / "k4", BuildOptions(num_dump_tokens=4))
-    onnx_dir = args.onnx or export_onnx(model_dir, work / "k4-onnx", int8=True, openvino=True).out_dir
+    train = load_beir(args.data_dir / "StdlibCodeTrain", "train")  # calibration: the training split's both sides
+    calibration = [train.document_text(d) for d in train.corpus] + list(train.queries.values())
+    onnx_dir = args.onnx or export_onnx(model_dir, work / "k4-onnx", int8=True, openvino=True,
+                                        calibration_texts=calibration,
+                                        calibration_source="StdlibCodeTrain (documents and queries)").out_dir
     inputs = json.loads((onnx_dir / "onnx_export.json").read_text())["inputs"]
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir), trust_remote_code=True)
     runs = runners(Path(model_dir), Path(onnx_dir), args.threads, work)
-
-    texts = stdlib_docstrings(args.texts)
-    prepared = batches(tokenizer, texts, args.batch_size, inputs, args.max_length)
-    mean_tokens = float(np.mean([b["attention_mask"].sum(1).mean() for b in prepared[0]]))
-    times = measure_speed(runs, prepared, args.repeats)
-    result = {
-        "date": date.today().isoformat(), "threads": args.threads, "speed_texts": len(texts),
-        "repeats": args.repeats, "batch_size": args.batch_size, "mean_tokens": mean_tokens,
-        "speed": {name: {"median_s": statistics.median(t), "times": t} for name, t in times.items()},
-    }
+    result = {"date": date.today().isoformat(), "threads": args.threads, "repeats": args.repeats,
+              "batch_size": args.batch_size, "max_length": args.max_length, "cpu_flags": cpu_flags(), "lengths": {}}
+    sources = {"short": (stdlib_docstrings(args.short), "stdlib docstring paragraphs"),
+               "long": (stdlib_sources(args.long), "stdlib function sources")}
+    for length, (texts, source) in sources.items():
+        prepared = batches(tokenizer, texts, args.batch_size, inputs, args.max_length)
+        print(f"{length}: {len(texts)} texts", flush=True)  # noqa: T201
+        times = measure_speed(runs, prepared, args.repeats)
+        result["lengths"][length] = {
+            "texts": len(texts), "source": source,
+            "mean_tokens": float(np.mean(np.concatenate([b["attention_mask"].sum(1) for b in prepared[0]]))),
+            "speed": {name: {"median_s": statistics.median(t), "times": t} for name, t in times.items()}}
+        print(f"torch fp32: {len(texts) / statistics.median(times['torch fp32']):.1f} texts/s", flush=True)  # noqa: T201
     if not args.no_quality:
-        result["quality"] = measure_quality(runs, tokenizer, inputs, args.data_dir, args.batch_size, args.max_length,
+        scored = {name: run for name, run in runs.items() if name == "torch fp32" or name in args.quality_runtimes}
+        result["quality"] = measure_quality(scored, tokenizer, inputs, args.data_dir, args.batch_size, args.max_length,
                                             args.max_queries, args.max_documents)
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,83 @@
+"""OpenVINO artefacts of an ONNX export: the IR with f32 weights, and its int8 version quantised statically by NNCF.
+
+The int8 IR (``openvino/openvino_model_int8.xml``) is NNCF's post-training quantisation of the f32 IR for
+transformers (``nncf.ModelType.TRANSFORMER``: SmoothQuant, int8 weights and activations on the matrix products,
+fast bias correction), with activation ranges measured on calibration texts: the folder's fit corpus or the user's
+own (``export-onnx --calibration``). Each calibration text is fed alone (no padding), truncated as the tokenizer
+truncates, so the ranges are those of real tokens.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+OPENVINO_DIR = "openvino"
+OPENVINO_FILE = "openvino_model.xml"
+OPENVINO_INT8_FILE = "openvino_model_int8.xml"
+OUTPUT_NAME = "sentence_embedding"
+CALIBRATION_SAMPLES = 300  # NNCF's default subset size; a seeded sample of the calibration texts when there are more
+CALIBRATION_SEED = 0
+
+
+def openvino_runner(xml: Path, precision: str, threads: int | None = None
+                    ) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
+    """Compile the IR for CPU at ``precision`` (explicit: OpenVINO picks bf16 by itself on CPUs that have it)."""
+    import openvino
+
+    config: dict[str, object] = {"INFERENCE_PRECISION_HINT": precision}
+    if threads is not None:
+        config.update({"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY"})
+    compiled = openvino.Core().compile_model(str(xml), "CPU", config)
+    output = compiled.output(OUTPUT_NAME)
+    return lambda batch: compiled(batch)[output]
+
+
+def convert_openvino(onnx_path: Path, xml: Path) -> None:
+    """OpenVINO IR with f32 weights (the inference precision is chosen when compiling it)."""
+    import openvino
+
+    model = openvino.convert_model(str(onnx_path))
+    xml.parent.mkdir(parents=True, exist_ok=True)
+    openvino.save_model(model, str(xml), compress_to_fp16=False)
+
+
+def calibration_sample(texts: Sequence[str], limit: int = CALIBRATION_SAMPLES, seed: int = CALIBRATION_SEED
+                       ) -> list[str]:
+    """All non-blank ``texts`` up to ``limit``, else a seeded sample of ``limit`` of them (in their order)."""
+    texts = [t for t in texts if t and t.strip()]
+    if not texts:
+        raise ValueError("the calibration texts are empty (or blank); give the texts the model will embed, e.g. "
+                         "its fit corpus: export-onnx --calibration PATH.")
+    if len(texts) <= limit:
+        return texts
+    keep = np.sort(np.random.default_rng(seed).choice(len(texts), size=limit, replace=False))
+    return [texts[i] for i in keep]
+
+
+def calibration_inputs(tokenizer, texts: Sequence[str], inputs: list[str]) -> list[dict[str, np.ndarray]]:
+    """One graph input per text (batch of one, unpadded, truncated at the tokenizer's maximum length)."""
+    items = []
+    for text in texts:
+        encoded = tokenizer([text], truncation=True, return_tensors="np")
+        items.append({name: encoded[name].astype(np.int64) for name in inputs})
+    return items
+
+
+def quantize_openvino_int8(xml: Path, out_xml: Path, items: list[dict[str, np.ndarray]]) -> dict[str, object]:
+    """NNCF static int8 quantisation of the IR ``xml`` calibrated on ``items``; writes ``out_xml``. Returns what
+    the manifest records (NNCF version, samples, settings)."""
+    import nncf
+    import openvino
+
+    model = openvino.Core().read_model(str(xml))
+    quantized = nncf.quantize(model, nncf.Dataset(items), model_type=nncf.ModelType.TRANSFORMER,
+                              subset_size=len(items))
+    openvino.save_model(quantized, str(out_xml), compress_to_fp16=False)
+    return {"file": f"{OPENVINO_DIR}/{out_xml.name}", "nncf": nncf.__version__, "model_type": "transformer",
+            "calibration_samples": len(items)}
