@@ -136,3 +136,19 @@ def test_attention_sinks_equal_a_direct_computation(bert_dump_model: Path) -> No
     assert {s["id"]: s["attention"] for s in sinks} == pytest.approx(expected, rel=1e-5)
     assert [s["attention"] for s in sinks] == sorted((s["attention"] for s in sinks), reverse=True)
     assert tokenizer.cls_token_id in {s["id"] for s in sinks if s["special"]}
+
+
+@pytest.mark.parametrize("pooling", ["last", "mean", "mean_no_dump"])
+def test_logit_lens_pools_as_the_model_does(tiny_llama: Path, tmp_path: Path, pooling: str) -> None:
+    """The lens reads the state the model itself pools (mean_no_dump leaves the [DUMP] slots out), not its own copy."""
+    from hf_dumpembed.analysis.logit_lens import pooled_state
+    from hf_dumpembed.model.builder import BuildOptions, build
+
+    folder = build(tiny_llama, tmp_path / pooling, BuildOptions(num_dump_tokens=3, pooling=pooling))
+    model, tokenizer = load_for_analysis(folder)
+    encoding = encode_one(tokenizer, "a text of several words for the lens", None)
+    states, _ = backbone_forward(model, encoding)
+    expected = model.pool(states[None], encoding["attention_mask"], input_ids=encoding["input_ids"])[0]
+    torch.testing.assert_close(pooled_state(model, states, encoding), expected)
+    if pooling == "mean_no_dump":  # the old copy averaged every position, [DUMP] slots included
+        assert not torch.allclose(pooled_state(model, states, encoding), states.mean(dim=0))

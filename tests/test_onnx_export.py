@@ -227,3 +227,27 @@ def test_missing_extra_names_the_install_command(bert_dump_model, tmp_path, monk
 def test_cli_precision_needs_openvino(bert_dump_model, tmp_path):
     with pytest.raises(SystemExit, match="add --openvino"):
         main(["export-onnx", str(bert_dump_model), str(tmp_path / "out"), "--precision", "bf16"])
+
+
+def test_quantization_calibration_travels_with_the_graph(bert_dump_model, tmp_path):
+    import shutil
+
+    from hf_dumpembed.model.quantization import Calibration, quantize, write_calibration
+
+    folder = tmp_path / "model"
+    shutil.copytree(bert_dump_model, folder)
+    lows = np.linspace(-0.5, -0.1, 32, dtype=np.float32)
+    write_calibration(folder, Calibration(ranges={32: np.stack([lows, -lows])},
+                                          thresholds={32: np.zeros(32, np.float32)}))
+    result = export_onnx(folder, tmp_path / "onnx", fuse=False)
+    assert "quantization.json" in result.files
+    assert json.loads((result.out_dir / "onnx_export.json").read_text())["quantization"] == "quantization.json"
+    vectors, _ = _onnx_vectors(result.out_dir, TEXTS)
+    np.testing.assert_array_equal(quantize(vectors, result.out_dir), quantize(vectors, folder))  # same codes
+    # A calibration that does not cover the graph's output dimension stays behind (with a warning).
+    write_calibration(folder, Calibration(ranges={16: np.stack([lows[:16], -lows[:16]])},
+                                          thresholds={16: np.zeros(16, np.float32)}))
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    assert onnx_export.copy_quantization_calibration(folder, staging, 32) is None
+    assert not (staging / "quantization.json").exists()

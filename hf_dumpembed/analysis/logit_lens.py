@@ -59,13 +59,14 @@ def _readable(tokenizer, token_id: int) -> str:
     return tokenizer.decode([token_id]).replace(" ", "␣").replace("\n", "\\n") or f"<{token_id}>"
 
 
-def _pooled_state(model, states: torch.Tensor) -> torch.Tensor:
-    """The pooled final-layer state, as the model pools (last / cls / mean over the text)."""
-    if model.config.pooling == "last":
-        return states[-1]
-    if model.config.pooling == "cls":
-        return states[0]
-    return states.mean(dim=0)
+def pooled_state(model, states: torch.Tensor, encoding) -> torch.Tensor:
+    """One text's final-layer ``states`` (seq, hidden) pooled by the model's own rule (its pooling mode and mask:
+    [DUMP] slots and an excluded prompt left out), before any Dense layers: the state W_U reads."""
+    from ..remote.modeling_dumpembed import first_token_index, pool_states
+
+    mask, mode = encoding["attention_mask"], model.config.pooling
+    pooling_mask = model.pooling_mask(mask, mode, encoding["input_ids"])
+    return pool_states(states[None], pooling_mask, mode, pad_lengths=first_token_index(mask))[0]
 
 
 def logit_lens(
@@ -89,8 +90,9 @@ def logit_lens(
     excluded = torch.tensor(sorted(unembedding.exclude_rows), dtype=torch.long)
     rows = []
     for text in texts:
-        states, _ = backbone_forward(model, encode_one(tokenizer, text, max_length))
-        h = _pooled_state(model, states)
+        encoding = encode_one(tokenizer, text, max_length)
+        states, _ = backbone_forward(model, encoding)
+        h = pooled_state(model, states, encoding)
         views = []
         for vector in (h, band @ (band.T @ h)):
             logits = weight @ vector

@@ -234,6 +234,23 @@ def write_tokenizer_files(model_dir: Path, out_dir: Path) -> None:
         config_path.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n")
 
 
+def copy_quantization_calibration(model_dir: Path, staging: Path, dimension: int) -> str | None:
+    """Copy the folder's quantization.json (its int8 ranges / binary thresholds) when it is sound and covers the
+    graph's output dimension, so ``hf_dumpembed.quantize(vectors, export_folder)`` works on the graph's vectors."""
+    from .quantization import CALIBRATION_FILE, calibration_problems, read_calibration
+
+    if not (model_dir / CALIBRATION_FILE).is_file():
+        return None
+    problems = calibration_problems(model_dir)
+    if not problems and dimension not in read_calibration(model_dir).dims:
+        problems = [f"it does not calibrate the graph's output dimension {dimension}"]
+    if problems:
+        logger.warning("%s is not copied into the export: %s", CALIBRATION_FILE, "; ".join(problems))
+        return None
+    shutil.copyfile(model_dir / CALIBRATION_FILE, staging / CALIBRATION_FILE)
+    return CALIBRATION_FILE
+
+
 def add_fused_graph(staging: Path, accept_fused: Callable[[list[Parity]], bool]) -> dict:
     """Write model_optimized.onnx (onnxruntime fusions of model.onnx) when its vectors pass; the manifest entry."""
     try:
@@ -340,6 +357,7 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
                 openvino_int8 = add_openvino_int8(xml, calibration_inputs(tokenizer, calibration, inputs), check)
                 openvino_int8["calibration_source"] = calibration_source
         write_tokenizer_files(model_dir, staging)
+        quantization = copy_quantization_calibration(model_dir, staging, result.dimension)
         manifest = {
             "source": str(model_dir.resolve()), "inputs": inputs, "output": OUTPUT_NAME,
             "dimension": result.dimension, "pooling": model.config.pooling, "normalized": bool(model.config.normalize),
@@ -347,7 +365,7 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
             "onnxruntime_fused": fused, "int8_source": (fused["file"] or ONNX_FILE) if int8 else None,
             "int8_fp32_nodes": int8_fp32,
             "openvino_precision": precision if openvino else None, "openvino_int8": openvino_int8,
-            "parity": [asdict(p) for p in result.parity],
+            "quantization": quantization, "parity": [asdict(p) for p in result.parity],
         }
         (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
         from .onnx_readme import render_readme
