@@ -284,13 +284,21 @@ def check_request(int8: bool, openvino: bool, precision: str, calibration_texts:
     return calibration_sample(calibration_texts)
 
 
-def add_openvino_int8(xml: Path, items: list[dict[str, np.ndarray]], check: Callable[..., bool]) -> dict:
-    """Write the NNCF int8 IR next to ``xml`` and check it (at f32 precision for the parts left in float)."""
+def add_openvino(staging: Path, precision: str, calibration_items: list[dict[str, np.ndarray]] | None,
+                 calibration_source: str | None, check: Callable[..., bool]) -> dict | None:
+    """Write and check the OpenVINO IR (at ``precision``) and, given calibration inputs, its NNCF int8 IR (checked
+    at f32 precision for the parts left in float); the int8 IR's manifest entry, or None."""
+    xml = staging / OPENVINO_DIR / OPENVINO_FILE
+    convert_openvino(staging / ONNX_FILE, xml)
+    kind = "bf16" if precision == "bf16" else "fp32"
+    check(f"OpenVINO {precision}", kind, openvino_runner(xml, precision, OUTPUT_NAME))
+    if calibration_items is None:
+        return None
     out_xml = xml.with_name(OPENVINO_INT8_FILE)
-    logger.info("Quantising the OpenVINO IR to int8 with NNCF on %d calibration texts ...", len(items))
-    entry = quantize_openvino_int8(xml, out_xml, items)
-    check("OpenVINO int8", "int8", openvino_runner(out_xml, "f32"))
-    return entry
+    logger.info("Quantising the OpenVINO IR to int8 with NNCF on %d calibration texts ...", len(calibration_items))
+    entry = quantize_openvino_int8(xml, out_xml, calibration_items)
+    check("OpenVINO int8", "int8", openvino_runner(out_xml, "f32", OUTPUT_NAME))
+    return {**entry, "calibration_source": calibration_source}
 
 
 def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = False, openvino: bool = False,
@@ -350,12 +358,8 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
             check("onnxruntime int8", "int8", onnxruntime_runner(staging / INT8_FILE))
         openvino_int8 = None
         if openvino:
-            xml = staging / OPENVINO_DIR / OPENVINO_FILE
-            convert_openvino(staging / ONNX_FILE, xml)
-            check(f"OpenVINO {precision}", "bf16" if precision == "bf16" else "fp32", openvino_runner(xml, precision))
-            if calibration is not None:
-                openvino_int8 = add_openvino_int8(xml, calibration_inputs(tokenizer, calibration, inputs), check)
-                openvino_int8["calibration_source"] = calibration_source
+            calibration_items = calibration_inputs(tokenizer, calibration, inputs) if calibration else None
+            openvino_int8 = add_openvino(staging, precision, calibration_items, calibration_source, check)
         write_tokenizer_files(model_dir, staging)
         quantization = copy_quantization_calibration(model_dir, staging, result.dimension)
         manifest = {

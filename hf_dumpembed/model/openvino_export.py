@@ -20,21 +20,21 @@ logger = logging.getLogger(__name__)
 OPENVINO_DIR = "openvino"
 OPENVINO_FILE = "openvino_model.xml"
 OPENVINO_INT8_FILE = "openvino_model_int8.xml"
-OUTPUT_NAME = "sentence_embedding"
 CALIBRATION_SAMPLES = 300  # NNCF's default subset size; a seeded sample of the calibration texts when there are more
 CALIBRATION_SEED = 0
 
 
-def openvino_runner(xml: Path, precision: str, threads: int | None = None
+def openvino_runner(xml: Path, precision: str, output_name: str, threads: int | None = None
                     ) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
-    """Compile the IR for CPU at ``precision`` (explicit: OpenVINO picks bf16 by itself on CPUs that have it)."""
+    """Compile the IR for CPU at ``precision`` (explicit: OpenVINO picks bf16 by itself on CPUs that have it); the
+    runner returns its output ``output_name``."""
     import openvino
 
     config: dict[str, object] = {"INFERENCE_PRECISION_HINT": precision}
     if threads is not None:
         config.update({"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY"})
     compiled = openvino.Core().compile_model(str(xml), "CPU", config)
-    output = compiled.output(OUTPUT_NAME)
+    output = compiled.output(output_name)
     return lambda batch: compiled(batch)[output]
 
 

@@ -22,6 +22,7 @@ import statistics
 import sysconfig
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
 
@@ -35,23 +36,30 @@ from hf_dumpembed.model.builder import BuildOptions, build
 from hf_dumpembed.model.export import export_stock_st
 
 
-def stdlib_docstrings(limit: int) -> list[str]:
-    """First paragraphs of function docstrings from the stdlib, in sorted file order (deterministic)."""
-    texts: list[str] = []
+def stdlib_functions() -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """(file source, function node) for every function of the stdlib's top-level modules, in sorted file order."""
     for path in sorted(Path(sysconfig.get_paths()["stdlib"]).glob("*.py")):
         try:
-            tree = ast.parse(path.read_text(encoding="utf-8"))
+            source = path.read_text(encoding="utf-8")
+            tree = ast.parse(source)
         except (SyntaxError, UnicodeDecodeError):
             continue
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                doc = ast.get_docstring(node)
-                if doc:
-                    paragraph = " ".join(doc.split("\n\n")[0].split())
-                    if len(paragraph) > 20:
-                        texts.append(paragraph)
-                        if len(texts) == limit:
-                            return texts
+                yield source, node
+
+
+def stdlib_docstrings(limit: int) -> list[str]:
+    """First paragraphs of function docstrings from the stdlib, in sorted file order (deterministic)."""
+    texts: list[str] = []
+    for _, node in stdlib_functions():
+        doc = ast.get_docstring(node)
+        if doc:
+            paragraph = " ".join(doc.split("\n\n")[0].split())
+            if len(paragraph) > 20:
+                texts.append(paragraph)
+                if len(texts) == limit:
+                    break
     return texts
 
 

@@ -31,7 +31,6 @@ import ast
 import json
 import statistics
 import sys
-import sysconfig
 import tempfile
 import time
 from collections.abc import Callable
@@ -42,7 +41,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_encode import stdlib_docstrings  # noqa: E402
+from bench_encode import stdlib_docstrings, stdlib_functions  # noqa: E402
 from benchmarks import Table, add_output_arguments, command_line, record_only, write_record  # noqa: E402
 
 from hf_dumpembed._utils.machine import machine_info  # noqa: E402
@@ -86,29 +85,22 @@ def runners(model_dir: Path, onnx_dir: Path, threads: int, work: Path) -> dict[s
     runs = {"torch fp32": run_torch, "onnxruntime fp32": ort(onnx_dir / ONNX_FILE),
             "onnxruntime fp32 fused": ort(onnx_dir / OPTIMIZED_FILE), "onnxruntime int8": ort(onnx_dir / INT8_FILE),
             "onnxruntime int8, MLP down fp32": ort(mlp_fp32),
-            "OpenVINO f32": openvino_runner(ir / OPENVINO_FILE, "f32", threads),
-            "OpenVINO bf16": openvino_runner(ir / OPENVINO_FILE, "bf16", threads)}
+            "OpenVINO f32": openvino_runner(ir / OPENVINO_FILE, "f32", OUTPUT_NAME, threads),
+            "OpenVINO bf16": openvino_runner(ir / OPENVINO_FILE, "bf16", OUTPUT_NAME, threads)}
     if (ir / OPENVINO_INT8_FILE).exists():
-        runs["OpenVINO int8"] = openvino_runner(ir / OPENVINO_INT8_FILE, "f32", threads)
+        runs["OpenVINO int8"] = openvino_runner(ir / OPENVINO_INT8_FILE, "f32", OUTPUT_NAME, threads)
     return runs
 
 
 def stdlib_sources(limit: int, min_chars: int = 800) -> list[str]:
     """Source of stdlib functions of at least ``min_chars`` characters (long texts), in sorted file order."""
     texts: list[str] = []
-    for path in sorted(Path(sysconfig.get_paths()["stdlib"]).glob("*.py")):
-        try:
-            source = path.read_text(encoding="utf-8")
-            tree = ast.parse(source)
-        except (SyntaxError, UnicodeDecodeError):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                text = ast.get_source_segment(source, node) or ""
-                if len(text) >= min_chars:
-                    texts.append(text)
-                    if len(texts) == limit:
-                        return texts
+    for source, node in stdlib_functions():
+        text = ast.get_source_segment(source, node) or ""
+        if len(text) >= min_chars:
+            texts.append(text)
+            if len(texts) == limit:
+                break
     return texts
 
 
