@@ -211,7 +211,7 @@ def test_a_failed_write_leaves_nothing_behind(tmp_path):
 
 
 def test_export_with_a_failing_check_writes_nothing(bert_dump_model, tmp_path):
-    from hf_dumpembed.model.export import export_stock_st
+    from hf_dumpembed.export.stock import export_stock_st
 
     def refuse(staging: Path) -> None:
         assert (staging / "modules.json").exists()  # the check sees the complete export

@@ -13,11 +13,11 @@ import torch
 from safetensors import safe_open
 from transformers import AutoModel, AutoTokenizer
 
+from hf_dumpembed.export.stock import export_stock_st
+from hf_dumpembed.export.verify import SAMPLE_TEXTS, check_load_paths, encode_with_automodel
 from hf_dumpembed.model import builder
 from hf_dumpembed.model.builder import BuildOptions, build, build_dump_model
 from hf_dumpembed.model.embeddings import DumpInit, grow_embeddings, init_dump_rows
-from hf_dumpembed.model.export import export_stock_st
-from hf_dumpembed.model.verify import SAMPLE_TEXTS, check_load_paths, encode_with_automodel
 from tests import tiny_models
 
 EXPECTED_FILES = {

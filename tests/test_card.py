@@ -8,10 +8,17 @@ import re
 import pytest
 import yaml
 
+from hf_dumpembed.evaluation.results import card_evaluation
 from hf_dumpembed.model.builder import BuildOptions, build
 from hf_dumpembed.model.card import render_card, write_card
 
 PLACEHOLDER = re.compile(r"\{\{|\}\}|\{%|TODO|TBD|placeholder|\bNone\b|not recorded|\[More Information", re.I)
+
+
+def _render_with_results(folder, results_dir, model_id=None, revision=None, results_model=None):
+    """The card with its evaluation table read from ``results_dir`` (as `hf-dumpembed card --results` does)."""
+    return render_card(folder, model_id=model_id, revision=revision,
+                       evaluation=card_evaluation(results_dir, folder, model_id, results_model))
 
 
 def _front_matter(card: str) -> dict:
@@ -104,7 +111,7 @@ def test_card_with_projection_training_and_evaluation(full_model, tmp_path):
     results = tmp_path / "results"
     write_mteb_results(results, "acme/full", "b" * 40, SCORES)
     write_mteb_results(results, "acme/other", "c" * 40, {**SCORES, "ndcg_at_10": 0.1, "main_score": 0.1})
-    card = render_card(full_model, model_id="acme/full", revision="a" * 40, results_dir=results)
+    card = _render_with_results(full_model, model_id="acme/full", revision="a" * 40, results_dir=results)
     meta = _front_matter(card)
     assert meta["datasets"] == ["rlhn/rlhn-100K"]  # the Hub dataset; the local one is listed in the section only
     assert "spectemp" in meta["tags"]
@@ -171,34 +178,34 @@ def test_evaluation_on_a_training_dataset_is_flagged(full_model, tmp_path):
                                       "num_rows": 10})
     set_config(full_model, training_info=training_info)
     write_mteb_results(tmp_path / "results", "acme/full", "b" * 40, SCORES)
-    card = render_card(full_model, model_id="acme/full", results_dir=tmp_path / "results")
+    card = _render_with_results(full_model, model_id="acme/full", results_dir=tmp_path / "results")
     limitations = card.split("## Limitations")[1]
     assert "Evaluated on NQHardNegatives, which the model was also trained on" in limitations
 
 
 def test_results_folder_errors(full_model, tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
-        render_card(full_model, results_dir=tmp_path / "nowhere")
+        _render_with_results(full_model, results_dir=tmp_path / "nowhere")
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="No mteb results"):
-        render_card(full_model, results_dir=tmp_path / "empty")
+        _render_with_results(full_model, results_dir=tmp_path / "empty")
     results = tmp_path / "results"
     write_mteb_results(results, "acme/one", "b" * 40, SCORES)
     write_mteb_results(results, "acme/two", "c" * 40, SCORES)
     with pytest.raises(ValueError, match="--results-model"):
-        render_card(full_model, results_dir=results)  # neither is named like the folder
-    card = render_card(full_model, results_dir=results, results_model="acme/two")
+        _render_with_results(full_model, results_dir=results)  # neither is named like the folder
+    card = _render_with_results(full_model, results_dir=results, results_model="acme/two")
     assert "`acme/two`" in card
     bad = results / "acme__bad" / "main"
     bad.mkdir(parents=True)
     (bad / "Broken.json").write_text("{not json")
     with pytest.raises(ValueError, match="Broken.json is not a valid mteb result file"):
-        render_card(full_model, results_dir=results, results_model="acme/two")
+        _render_with_results(full_model, results_dir=results, results_model="acme/two")
 
 
 def test_results_under_a_result_cache_root_and_one_model(full_model, tmp_path):
     write_mteb_results(tmp_path / "cache" / "results", "someone/renamed", "d" * 40, SCORES)
-    card = render_card(full_model, results_dir=tmp_path / "cache")  # the only model in the folder is taken
+    card = _render_with_results(full_model, results_dir=tmp_path / "cache")  # the only model in the folder is taken
     assert "`someone/renamed`" in card and "0.6789" in card
 
 
@@ -215,7 +222,7 @@ def test_card_command_with_results(full_model, tmp_path, capsys):
 
 
 def test_card_of_a_stock_export(full_model, tmp_path):
-    from hf_dumpembed.model.export import export_stock_st
+    from hf_dumpembed.export.stock import export_stock_st
 
     stock = export_stock_st(full_model, tmp_path / "stock")
     with pytest.raises(ValueError, match="pass --source"):

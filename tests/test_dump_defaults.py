@@ -11,8 +11,8 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoModel, AutoTokenizer
 
+from hf_dumpembed.export.stock import export_stock_st
 from hf_dumpembed.model.builder import BuildOptions, build, build_dump_model, source_pooling
-from hf_dumpembed.model.export import export_stock_st
 from hf_dumpembed.training.config import config_from_dict
 from hf_dumpembed.training.trainer import train
 from tests.tiny_models import as_sentence_transformers_folder

@@ -9,9 +9,9 @@ import pytest
 import torch
 from sentence_transformers import SentenceTransformer
 
+from hf_dumpembed.export.stock import export_stock_st
+from hf_dumpembed.export.verify import SAMPLE_TEXTS, encode_with_automodel
 from hf_dumpembed.model.builder import save_dump_model
-from hf_dumpembed.model.export import export_stock_st
-from hf_dumpembed.model.verify import SAMPLE_TEXTS, encode_with_automodel
 from hf_dumpembed.remote import DumpEmbedConfig, DumpEmbedModel
 
 

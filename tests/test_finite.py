@@ -11,7 +11,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from hf_dumpembed.model.verify import ParityReport
+from hf_dumpembed.export.verify import ParityReport
 from hf_dumpembed.projections.stats import StreamingStats, eigendecompose
 from hf_dumpembed.publishing.checks import FolderKind, FolderReport, compare_load_paths
 from tests.card_fixtures import copy_model
@@ -109,7 +109,7 @@ def test_output_loading_info_still_works(bert_dump_model):
 
 @pytest.mark.parametrize("tolerance", [float("nan"), -1.0, float("inf")])
 def test_verify_refuses_a_tolerance_no_difference_can_meet_or_any_can(bert_dump_model, tolerance):
-    from hf_dumpembed.model.verify import check_load_paths
+    from hf_dumpembed.export.verify import check_load_paths
 
     with pytest.raises(ValueError, match="tolerance must be a finite number >= 0"):
         check_load_paths(bert_dump_model, tolerance=tolerance)

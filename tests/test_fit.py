@@ -12,8 +12,8 @@ import torch
 from transformers import AutoModel, AutoTokenizer
 
 from hf_dumpembed.cli import main as cli_main
-from hf_dumpembed.model.export import export_stock_st
-from hf_dumpembed.model.verify import check_load_paths, encode_with_automodel, encode_with_sentence_transformers
+from hf_dumpembed.export.stock import export_stock_st
+from hf_dumpembed.export.verify import check_load_paths, encode_with_automodel, encode_with_sentence_transformers
 from hf_dumpembed.projections.corpus import read_corpus, sha256_files
 from hf_dumpembed.projections.embedfilter import gram_basis
 from hf_dumpembed.projections.fit import FitOptions, fit_projection, load_for_fit

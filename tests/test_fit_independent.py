@@ -17,7 +17,7 @@ import pytest
 import torch
 from transformers import AutoModel, AutoTokenizer
 
-from hf_dumpembed.model.verify import encode_with_automodel
+from hf_dumpembed.export.verify import encode_with_automodel
 from hf_dumpembed.projections.fit import FitOptions, fit_projection
 from tests.fit_fixtures import corpus_texts, write_corpus
 

@@ -19,10 +19,11 @@ LAYERS = (
     "remote",      # the model code shipped inside every folder (torch + transformers only)
     "_utils",      # console, output folders, machine description
     "data",        # BEIR folders, collection builders, embedded backbones
-    "evaluation",  # mteb tasks, metrics, runs, results, ModelMeta, reports
-    "model",       # tokenizer, embeddings, prompts, builder, export, load-path check, card
-    "projections",
+    "model",       # tokenizer, embeddings, prompts, builder, the folder's records and its card
+    "projections",  # post-hoc maps: the method registry, their fitters and the folder writer
     "training",
+    "evaluation",  # mteb tasks, metrics, runs, results, ModelMeta, reports
+    "export",      # stock sentence-transformers, ONNX and OpenVINO exports; the load-path check
     "analysis",
     "publishing",
     "quickstart",
@@ -142,7 +143,7 @@ def test_no_import_cycles_between_modules() -> None:
 def test_the_checks_catch_what_they_look_for(tmp_path: Path) -> None:
     assert _find_cycle({"a": {"b"}, "b": {"a"}}) == ["a", "b", "a"]
     assert _find_cycle({"a": {"b"}, "b": set()}) is None
-    assert _layer("hf_dumpembed.model.builder") > _layer("hf_dumpembed.evaluation.results")
+    assert _layer("hf_dumpembed.evaluation.results") > _layer("hf_dumpembed.model.builder")
     assert _outside_references("see the notes.md guide (seed 001)", {"README.md"}) == ["notes.md", "seed 001"]
     assert _outside_references("see README.md and model_cards/card.md", {"README.md", "card.md"}) == []
 

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 from sentence_transformers import SentenceTransformer
 
+from hf_dumpembed.export.onnx import export_onnx
 from hf_dumpembed.model.builder import BuildOptions, build
-from hf_dumpembed.model.onnx_export import export_onnx
 
 MAX_SEQ_LENGTH = 24
 LONG = ["the quick brown fox jumps over the lazy dog " * 40, "a man is eating food " * 60, "hello world"]

@@ -14,9 +14,9 @@ import onnx  # noqa: E402  (installed with onnxruntime by the [onnx] extra)
 from transformers import AutoTokenizer  # noqa: E402
 
 from hf_dumpembed.cli import main  # noqa: E402
+from hf_dumpembed.export.onnx import compare, export_onnx  # noqa: E402
+from hf_dumpembed.export.verify import encode_with_automodel  # noqa: E402
 from hf_dumpembed.model import onnx_export  # noqa: E402
-from hf_dumpembed.model.onnx_export import compare, export_onnx  # noqa: E402
-from hf_dumpembed.model.verify import encode_with_automodel  # noqa: E402
 
 # Other texts than the export's own parity check, of very different lengths (padding matters).
 TEXTS = ["Open the file, read every line.", "a", "Dense retrieval ranks passages by cosine similarity " * 6,

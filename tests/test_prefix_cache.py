@@ -14,8 +14,8 @@ import pytest
 import torch
 from transformers import AutoModel, AutoTokenizer
 
+from hf_dumpembed.export.verify import MTEB_METADATA_TASK
 from hf_dumpembed.model.builder import BuildOptions, build
-from hf_dumpembed.model.verify import MTEB_METADATA_TASK
 from hf_dumpembed.remote.configuration_dumpembed import DumpEmbedConfig
 from hf_dumpembed.remote.modeling_dumpembed import DumpEmbedModel
 
@@ -311,7 +311,7 @@ def test_onnx_graph_of_a_decoder_equals_the_cached_torch_vectors(folders, tmp_pa
     """export-onnx keeps the whole input in the graph (the prefix is computed there); its parity check and this test
     compare it with the torch model's cached forward, under both padding sides."""
     onnxruntime = pytest.importorskip("onnxruntime", reason="pip install 'hf_dumpembed[onnx]'")
-    from hf_dumpembed.model.onnx_export import export_onnx
+    from hf_dumpembed.export.onnx import export_onnx
 
     folder = folders("llama-k4")
     result = export_onnx(folder, tmp_path / "onnx", fuse=False)

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hf_dumpembed.export.verify import check_load_paths, encode_with_automodel
 from hf_dumpembed.model.builder import BuildOptions, build
-from hf_dumpembed.model.verify import check_load_paths, encode_with_automodel
 from hf_dumpembed.projections.fit import FitOptions, fit_projection
 
 

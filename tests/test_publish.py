@@ -16,8 +16,8 @@ import pytest
 from huggingface_hub import constants as hub_constants
 
 from hf_dumpembed.cli import main
+from hf_dumpembed.export.stock import export_stock_st
 from hf_dumpembed.model.card import write_card
-from hf_dumpembed.model.export import export_stock_st
 from hf_dumpembed.publishing.checks import PublishRefused
 from hf_dumpembed.publishing.hub import push_folder
 from tests.card_fixtures import add_projection_metadata, add_training_metadata, copy_model

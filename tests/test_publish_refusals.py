@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hf_dumpembed.model.export import export_stock_st
+from hf_dumpembed.export.stock import export_stock_st
 from hf_dumpembed.publishing.checks import FolderKind, FolderReport, PublishRefused, compare_load_paths
 from hf_dumpembed.publishing.hub import push_folder
 from tests.card_fixtures import copy_model

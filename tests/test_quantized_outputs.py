@@ -148,7 +148,7 @@ def test_a_refit_never_keeps_the_source_calibration(fitted, tmp_path: Path) -> N
 
 
 def test_verify_and_push_check_the_file(fitted, tmp_path: Path) -> None:
-    from hf_dumpembed.model.verify import check_load_paths
+    from hf_dumpembed.export.verify import check_load_paths
     from hf_dumpembed.publishing.checks import FolderKind, FolderReport, is_allowed, static_checks
 
     folder = fitted["spectemp"]
@@ -181,7 +181,7 @@ def test_verify_and_push_check_the_file(fitted, tmp_path: Path) -> None:
 
 
 def test_stock_export_carries_the_calibration_of_its_dimension(fitted, tmp_path: Path) -> None:
-    from hf_dumpembed.model.export import export_stock_st
+    from hf_dumpembed.export.stock import export_stock_st
 
     stock = export_stock_st(fitted["spectemp"], tmp_path / "stock")
     stored = read_calibration(stock)

@@ -18,7 +18,7 @@ import pytest
 import torch
 from transformers import AutoModel, AutoTokenizer
 
-from hf_dumpembed.model.verify import encode_with_automodel
+from hf_dumpembed.export.verify import encode_with_automodel
 from hf_dumpembed.projections.fit import FitOptions, fit_projection
 from tests.fit_fixtures import write_corpus
 
@@ -87,7 +87,7 @@ def test_onnx_export_refuses_a_model_that_composes_a_prompt(llama_dump_model: Pa
     """README: "Models that compose a prompt inside the model (`--prompt`) cannot be exported" — refused with the
     reason, nothing written. Break tried: the `prompt_mode` check of `export_onnx` removed — the export then ran."""
     pytest.importorskip("onnx")
-    from hf_dumpembed.model.onnx_export import export_onnx
+    from hf_dumpembed.export.onnx import export_onnx
 
     prompted = fit_projection(llama_dump_model, tmp_path / "eol",
                               FitOptions(method="embedfilter", ratio=1, prompt="prompteol", progress=False,

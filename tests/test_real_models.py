@@ -11,8 +11,8 @@ import torch
 
 from hf_dumpembed.data import assets
 from hf_dumpembed.data.assets import MissingAssetError, default_decoder_path, default_encoder_path
+from hf_dumpembed.export.verify import SAMPLE_TEXTS, check_load_paths, encode_with_automodel
 from hf_dumpembed.model.builder import BuildOptions, build
-from hf_dumpembed.model.verify import SAMPLE_TEXTS, check_load_paths, encode_with_automodel
 from hf_dumpembed.quickstart import QuickstartOptions, run_quickstart
 
 pytestmark = pytest.mark.skipif(
@@ -65,7 +65,7 @@ def test_k0_mean_pooling_reproduces_the_original_all_minilm(tmp_path):
 def test_minilm_dump_model_agrees_across_load_paths(minilm_k4, tmp_path):
     """The default build (mean without the [DUMP] slots) agrees across the remote-code load paths and has no stock
     export; the same model with the stock mean also agrees with its stock export."""
-    from hf_dumpembed.model.export import export_stock_st
+    from hf_dumpembed.export.stock import export_stock_st
 
     assert json.loads((minilm_k4 / "config.json").read_text())["pooling"] == "mean_no_dump"
     report = check_load_paths(minilm_k4)

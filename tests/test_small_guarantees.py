@@ -106,7 +106,7 @@ def test_card_source_must_be_the_folder_the_export_came_from(bert_dump_model, ti
 
     from sentence_transformers import SentenceTransformer
 
-    from hf_dumpembed.model.export import export_stock_st
+    from hf_dumpembed.export.stock import export_stock_st
     from hf_dumpembed.model.export_record import EXPORT_RECORD, source_sha256
 
     source = tmp_path / "source"

@@ -21,10 +21,10 @@ from sentence_transformers.sentence_transformer.modules import Dense, Normalize,
 from transformers import AutoModel, AutoTokenizer
 
 from hf_dumpembed.data.assets import default_encoder_path
+from hf_dumpembed.export.stock import export_stock_st
+from hf_dumpembed.export.verify import check_load_paths
 from hf_dumpembed.model.builder import BuildOptions, build, build_dump_model
-from hf_dumpembed.model.export import export_stock_st
 from hf_dumpembed.model.source_stack import read_source_stack
-from hf_dumpembed.model.verify import check_load_paths
 
 TEXTS = [
     "how do I read a file line by line?",
@@ -199,7 +199,7 @@ def _transformer(folder: Path):
 
 @pytest.mark.parametrize("mode", ["max", "weightedmean", "mean_sqrt_len_tokens"])
 def test_onnx_graph_reproduces_the_new_pooling_modes_and_folded_dense(tiny_bert, tmp_path, mode):
-    from hf_dumpembed.model.onnx_export import export_onnx
+    from hf_dumpembed.export.onnx import export_onnx
 
     torch.manual_seed(0)
     source = SentenceTransformer(modules=[_transformer(tiny_bert), Pooling(32, mode),
@@ -215,7 +215,7 @@ def test_onnx_graph_reproduces_the_new_pooling_modes_and_folded_dense(tiny_bert,
 
 
 def test_onnx_refuses_prompts_left_out_of_the_pooling(variants, tmp_path):
-    from hf_dumpembed.model.onnx_export import export_onnx
+    from hf_dumpembed.export.onnx import export_onnx
 
     with pytest.raises(ValueError, match="include_prompt=False.*export-st"):
         export_onnx(variants["no_prompt_in_pool"][1], tmp_path / "onnx")

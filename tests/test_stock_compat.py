@@ -10,16 +10,16 @@ import torch
 from sentence_transformers import SentenceTransformer
 from transformers import AutoConfig, AutoTokenizer
 
-from hf_dumpembed.model.builder import save_dump_model
-from hf_dumpembed.model.export import export_stock_st
-from hf_dumpembed.model.stock_compat import (
+from hf_dumpembed.export.stock import export_stock_st
+from hf_dumpembed.export.stock_compat import (
     LEGACY_MODULE_TYPES,
     legacy_backbone_config,
     legacy_dense_config,
     legacy_pooling_config,
     legacy_tokenizer_config,
 )
-from hf_dumpembed.model.verify import SAMPLE_TEXTS, encode_with_automodel
+from hf_dumpembed.export.verify import SAMPLE_TEXTS, encode_with_automodel
+from hf_dumpembed.model.builder import save_dump_model
 from hf_dumpembed.remote import DumpEmbedConfig, DumpEmbedModel
 
 # The keyword arguments sentence-transformers 3.4's modules accept (their __init__ signatures).

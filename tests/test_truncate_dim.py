@@ -15,7 +15,7 @@ import torch
 from sentence_transformers import SentenceTransformer
 from transformers import AutoModel, AutoTokenizer
 
-from hf_dumpembed.model.verify import encode_with_automodel
+from hf_dumpembed.export.verify import encode_with_automodel
 from hf_dumpembed.projections.fit import FitOptions, fit_projection
 from tests.fit_fixtures import corpus_texts
 

@@ -117,8 +117,8 @@ def test_the_library_functions_take_trust_remote_code(bert_dump_model, tmp_path,
     """The API refuses too (UntrustedRemoteCode, a ValueError), with ``trust_remote_code=`` to override."""
     from hf_dumpembed.analysis import analyze
     from hf_dumpembed.evaluation import run_eval
-    from hf_dumpembed.model.onnx_export import export_onnx
-    from hf_dumpembed.model.verify import check_load_paths
+    from hf_dumpembed.export.onnx import export_onnx
+    from hf_dumpembed.export.verify import check_load_paths
     from hf_dumpembed.projections.fit import FitOptions, fit_projection
 
     folder = _tamper(copy_model(bert_dump_model, tmp_path / "model"), marker)

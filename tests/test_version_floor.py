@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
+from hf_dumpembed.export.stock import export_stock_st
 from hf_dumpembed.model.card import render_card
-from hf_dumpembed.model.export import export_stock_st
 from hf_dumpembed.remote.configuration_dumpembed import MIN_TRANSFORMERS, check_transformers_version
 
 NEED = ".".join(map(str, MIN_TRANSFORMERS))

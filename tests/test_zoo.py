@@ -136,8 +136,8 @@ def test_decoder_detection(name: str, zoo_source: Callable[[str], Path]) -> None
 def test_k0_mteb_and_stock_export_match_the_source(name: str, zoo_source: Callable[[str], Path],
                                                   zoo_build: Callable[[str, int], Path], tmp_path: Path) -> None:
     """mteb's stock wrapper (document prompt) and `export-st` (no remote code) give the source's vectors."""
-    from hf_dumpembed.model.export import export_stock_st
-    from hf_dumpembed.model.verify import encode_with_mteb
+    from hf_dumpembed.export.stock import export_stock_st
+    from hf_dumpembed.export.verify import encode_with_mteb
 
     folder = zoo_build(name, 0)
     source = _source(zoo_source(name))
@@ -154,7 +154,7 @@ def test_k0_mteb_and_stock_export_match_the_source(name: str, zoo_source: Callab
 def test_k0_onnx_graph_matches_or_is_refused_clearly(name: str, zoo_build: Callable[[str, int], Path],
                                                      tmp_path: Path) -> None:
     """`export-onnx`: every graph within its tolerance of the torch model, or a refusal that names the reason."""
-    from hf_dumpembed.model.onnx_export import export_onnx
+    from hf_dumpembed.export.onnx import export_onnx
 
     folder = zoo_build(name, 0)
     config = json.loads((folder / "config.json").read_text())

@@ -49,8 +49,8 @@ def _match_texts(path: str | None) -> tuple[str, ...] | None:
 
 
 def _export_st(args: argparse.Namespace) -> None:
-    from ..model.export import export_stock_st
-    from ..model.verify import check_load_paths
+    from ..export.stock import export_stock_st
+    from ..export.verify import check_load_paths
 
     if not args.no_check:  # the check loads MODEL with its remote code: refuse code that is not ours first
         from .._utils.remote_trust import require_trusted_code
@@ -71,7 +71,7 @@ def _export_st(args: argparse.Namespace) -> None:
 
 def _verify(args: argparse.Namespace) -> None:
     from ..data.text_input import read_text_lines
-    from ..model.verify import check_load_paths
+    from ..export.verify import check_load_paths
 
     kwargs = {}
     if args.texts is not None:
@@ -87,10 +87,14 @@ def _verify(args: argparse.Namespace) -> None:
 
 
 def _card(args: argparse.Namespace) -> None:
+    from ..evaluation.results import card_evaluation
     from ..model.card import write_card
 
-    path = write_card(args.model, model_id=args.model_id, revision=args.revision, results_dir=args.results,
-                      results_model=args.results_model, source=args.source)
+    evaluation = None
+    if args.results is not None:
+        evaluation = card_evaluation(args.results, args.model, args.model_id, args.results_model)
+    path = write_card(args.model, model_id=args.model_id, revision=args.revision, evaluation=evaluation,
+                      source=args.source)
     say(f"Wrote {path}")
 
 

@@ -18,7 +18,7 @@ Every graph written is run on sample texts and compared with the torch model; th
 and a graph beyond tolerance is refused (nothing is written): fp32 max |Δ| <= 1e-4, int8 and bf16 min cosine >=
 0.95 / 0.99. Models that compose a prompt inside the model (--prompt) cannot be exported. A decoder's graph computes
 its constant prefix (BOS, [DUMP] tokens) on every input, as the tokenizer output carries it; the torch model's prefix
-cache is not baked in (see hf_dumpembed/model/onnx_export.py), and the parity check holds the two to the same vectors.
+cache is not baked in (see hf_dumpembed/export/onnx.py), and the parity check holds the two to the same vectors.
 
 model.onnx uses standard ONNX operators only. model_optimized.onnx (unless --no-fuse) is the same graph with
 onnxruntime's transformer fusions (fused attention, skip-LayerNorm, bias-GELU, RMSNorm, rotary embedding): it runs
@@ -57,7 +57,7 @@ def calibration_corpus(args: argparse.Namespace):
 
 
 def _export_onnx(args: argparse.Namespace) -> None:
-    from ..model.onnx_export import export_onnx
+    from ..export.onnx import export_onnx
 
     if args.int8_mlp_fp32 and not args.int8:
         raise ValueError("--int8-mlp-fp32 chooses how the int8 graph is quantised; add --int8.")

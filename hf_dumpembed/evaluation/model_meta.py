@@ -32,30 +32,9 @@ from typing import Any
 
 from .._utils.hashing import update_with_file
 from ..data.assets import EMBEDDED_MODELS
+from ..model.papers import PAPERS
 
 # BibTeX of the methods a folder may use (the model card cites all three; `citation` those the folder uses).
-PAPERS = {
-    "dump_tokens_2026": """\
-@inproceedings{dump_tokens_2026,
-  title     = {Reducing Representational Interference in Retrieval Embeddings with Trainable Prefix Tokens},
-  booktitle = {Proceedings of the 35th ACM International Conference on Information and Knowledge Management (CIKM '26)},
-  year      = {2026},
-  doi       = {10.1145/3799682.3840002},
-  note      = {arXiv:2611.07298}
-}""",
-    "spectemp_2026": """\
-@misc{spectemp_2026,
-  title  = {Spectral Tempering for Embedding Compression in Dense Passage Retrieval},
-  author = {Li, Yongkang and Eustratiadis, Panagiotis and Kanoulas, Evangelos},
-  year   = {2026}
-}""",
-    "embedfilter_2026": """\
-@misc{embedfilter_2026,
-  title = {Your UnEmbedding Matrix is Secretly a Feature Lens for Text Embeddings},
-  year  = {2026},
-  note  = {arXiv:2606.07502}
-}""",
-}
 LOADER_KWARGS = {"trust_remote_code": True}  # the stock wrapper's, for a Hub name (the submission kit)
 FRAMEWORK = ["Sentence Transformers", "PyTorch", "Transformers"]  # every folder: ST, AutoModel (remote code), torch
 # mteb framework literal -> files of an export in the folder (`export-onnx` layout, or sentence-transformers' onnx/

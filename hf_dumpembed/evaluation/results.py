@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._utils.tables import render_markdown
+
 logger = logging.getLogger(__name__)
 
 # The retrieval metrics shown next to each task (mteb's score keys), in order.
@@ -146,3 +148,25 @@ def eval_table(results_dir: str | Path, model_names: list[str]) -> EvalTable:
     versions = sorted({t.mteb_version for t in chosen.task_results if t.mteb_version})
     return EvalTable(chosen.model_name, str(chosen.model_revision or ""), ", ".join(versions),
                      eval_rows(chosen.task_results))
+
+
+def card_evaluation(results_dir: str | Path, model_dir: str | Path, model_id: str | None = None,
+                    results_model: str | None = None) -> dict[str, Any]:
+    """The model card's evaluation table (`hf_dumpembed.model.card.render_card`'s ``evaluation``) from the mteb
+    results under ``results_dir``: those of ``results_model``, else of the model named like ``model_id`` or like
+    ``model_dir``'s folder name."""
+    names = [results_model] if results_model else [model_id or str(model_dir), Path(model_dir).name]
+    table = eval_table(results_dir, names)
+    columns = table.metric_columns
+    header = ["task", "split", "subset", *[TABLE_METRICS[c] for c in columns], "main score"]
+    body = [
+        [f"`{row.task}`", row.split, row.subset, *[f"{row.scores[c]:.4f}" for c in columns], f"{row.main_score:.4f}"]
+        for row in table.rows
+    ]
+    return {
+        "model_name": table.model_name,
+        "revision": table.revision,
+        "mteb_version": table.mteb_version,
+        "table": render_markdown(header, body),
+        "tasks": sorted({row.task for row in table.rows}),
+    }

@@ -15,11 +15,11 @@ from huggingface_hub import ModelCard, ModelCardData
 
 from .._utils.tables import render_markdown
 from ..data.assets import EMBEDDED_MODELS
-from ..evaluation.model_meta import PAPERS
 from ..remote.configuration_dumpembed import POOLING_DESCRIPTIONS
 from .backbone import is_decoder_folder
 from .export_record import check_export_source
 from .exportable import stock_export_blocker
+from .papers import PAPERS
 
 TEMPLATE = Path(__file__).resolve().parent.parent / "model_cards" / "dumpembed.md"
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
@@ -44,7 +44,7 @@ def init_text(dump_init: str | None) -> str | None:
         text += (f", then fitted for {match_steps} steps (backbone frozen) so every text token's final state matches "
                  "the model without [DUMP] tokens")
     return text
-CITATIONS = "\n".join(PAPERS.values())  # BibTeX of the three papers (evaluation.model_meta)
+CITATIONS = "\n".join(PAPERS.values())  # BibTeX of the three papers
 
 METHOD_TEXT = {
     "spectemp": "SpecTemp: PCA with spectral tempering, eigenvalue exponent γ(k) set from the SNR knee of the spectrum",
@@ -288,26 +288,6 @@ def training_context(model_dir: Path, config: dict[str, Any]) -> dict[str, Any] 
     }
 
 
-def evaluation_context(results_dir: str | Path, names: list[str], model_name: str | None) -> dict[str, Any]:
-    """The evaluation table from mteb results under ``results_dir``."""
-    from ..evaluation.results import TABLE_METRICS, eval_table
-
-    table = eval_table(results_dir, [model_name] if model_name else names)
-    columns = table.metric_columns
-    header = ["task", "split", "subset", *[TABLE_METRICS[c] for c in columns], "main score"]
-    body = [
-        [f"`{row.task}`", row.split, row.subset, *[f"{row.scores[c]:.4f}" for c in columns], f"{row.main_score:.4f}"]
-        for row in table.rows
-    ]
-    return {
-        "model_name": table.model_name,
-        "revision": table.revision,
-        "mteb_version": table.mteb_version,
-        "table": render_markdown(header, body),
-        "tasks": sorted({row.task for row in table.rows}),
-    }
-
-
 def backbone_shape(text_config: dict[str, Any]) -> str:
     """``bert, 6 layers, hidden size 384``: read through transformers' config class (GPT-2 says ``n_layer``)."""
     from transformers import AutoConfig
@@ -371,13 +351,13 @@ def card_context(
     config: dict[str, Any],
     model_id: str | None = None,
     revision: str | None = None,
-    results_dir: str | Path | None = None,
-    results_model: str | None = None,
+    evaluation: dict[str, Any] | None = None,
     source_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Everything the template shows, read from ``model_dir``; snippets load ``model_id`` (default: the folder).
 
-    With ``source_dir`` the folder is the stock export of that DumpEmbed folder, whose ``config`` is given.
+    ``evaluation`` is the evaluation table's context (`hf_dumpembed.evaluation.card_evaluation`). With
+    ``source_dir`` the folder is the stock export of that DumpEmbed folder, whose ``config`` is given.
     """
     stock = source_dir is not None
     text_config = config["text_config"]
@@ -412,9 +392,7 @@ def card_context(
         limitations.append("Loading needs `trust_remote_code=True` (or use the stock export, which does not).")
 
     model_id = model_id or str(model_dir)
-    evaluation = None
-    if results_dir is not None:
-        evaluation = evaluation_context(results_dir, [model_id, model_dir.name], results_model)
+    if evaluation is not None:
         trained_on = {str(d.get("name", "")).lower() for d in (config.get("training_info") or {}).get("datasets") or []}
         overlap = sorted(task for task in evaluation["tasks"] if task.lower() in trained_on)
         if overlap:
@@ -493,20 +471,19 @@ def render_card(
     model_dir: str | Path,
     model_id: str | None = None,
     revision: str | None = None,
-    results_dir: str | Path | None = None,
-    results_model: str | None = None,
+    evaluation: dict[str, Any] | None = None,
     source: str | Path | None = None,
 ) -> str:
     """The model card of ``model_dir`` as markdown with YAML front matter.
 
     ``model_id`` is what the usage snippets load (a Hub repo id, or by default the folder's path) and
-    ``revision`` the commit they pin. ``results_dir`` holds mteb results (``<model>/<revision>/<Task>.json``)
-    for the evaluation table; ``results_model`` picks the model there when it holds several. For a stock export
-    (`hf-dumpembed export-st`), ``source`` is the DumpEmbed folder it came from.
+    ``revision`` the commit they pin. ``evaluation`` is the evaluation table read from mteb results
+    (`hf_dumpembed.evaluation.card_evaluation`). For a stock export (`hf-dumpembed export-st`), ``source`` is the
+    DumpEmbed folder it came from.
     """
     model_dir = Path(model_dir)
     config, source_dir = stock_source_config(model_dir, source)
-    context = card_context(model_dir, config, model_id, revision, results_dir, results_model, source_dir)
+    context = card_context(model_dir, config, model_id, revision, evaluation, source_dir)
     metadata = card_metadata(config)
     if source_dir is not None:
         metadata.tags = [*metadata.tags, "text-embeddings-inference"]
@@ -518,14 +495,13 @@ def write_card(
     model_dir: str | Path,
     model_id: str | None = None,
     revision: str | None = None,
-    results_dir: str | Path | None = None,
-    results_model: str | None = None,
+    evaluation: dict[str, Any] | None = None,
     source: str | Path | None = None,
 ) -> Path:
     """Render the card into ``model_dir/README.md``."""
     from .._utils.folders import staged_file
 
-    text = render_card(model_dir, model_id, revision, results_dir, results_model, source)
+    text = render_card(model_dir, model_id, revision, evaluation, source)
     path = Path(model_dir) / "README.md"
     with staged_file(path) as staging:  # the old card stays whole until the new one is complete
         staging.write_text(text)

@@ -386,7 +386,7 @@ def compare_load_paths(out: dict, report: FolderReport, tolerance: float = 1e-5,
         comparisons = {"AutoModel vs SentenceTransformer": np.asarray(out["automodel"]), **comparisons}
     if reference is not None:
         comparisons["vs the source DumpEmbed folder"] = reference
-    from ..model.verify import compare_vectors  # torch-free until a load is compared
+    from ..export.verify import compare_vectors  # torch-free until a load is compared
 
     parity = compare_vectors(document, comparisons, tolerance, reference_name="SentenceTransformer encode_document")
     bad = []

@@ -60,8 +60,12 @@ def stage_for_repo(folder: str | Path, staging: Path, repo_id: str, source: str 
     if folder_kind(staging) is FolderKind.STOCK and source is None:
         raise ValueError(f"{folder} is a stock export whose card must be rendered for {repo_id} ({reason}): pass "
                          "--source with the DumpEmbed folder it was exported from.")
+    from ..evaluation.results import card_evaluation
     from ..model.card import write_card
 
+    evaluation = None
+    if results_dir is not None:
+        evaluation = card_evaluation(results_dir, staging, repo_id, results_model)
     old.unlink(missing_ok=True)  # a copy, never the source folder's file (see stage_files)
-    write_card(staging, model_id=repo_id, results_dir=results_dir, results_model=results_model, source=source)
+    write_card(staging, model_id=repo_id, evaluation=evaluation, source=source)
     return StagedCard("rendered", reason)

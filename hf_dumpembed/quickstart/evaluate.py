@@ -22,7 +22,7 @@ from ..evaluation.cached import (
 )
 from ..evaluation.fingerprint import beir_data_sha256
 from ..evaluation.model_meta import content_revision
-from ..model.verify import max_abs_diff
+from ..export.verify import max_abs_diff
 
 logger = logging.getLogger(__name__)
 

@@ -20,11 +20,11 @@ from .._utils.console import say
 from .._utils.machine import describe_machine, machine_info
 from ..data.assets import default_decoder_path, default_encoder_path
 from ..data.beir import load_beir
+from ..export.stock import export_stock_st
+from ..export.verify import ParityReport, check_load_paths
 from ..model.builder import BuildOptions, build
 from ..model.card import write_card
-from ..model.export import export_stock_st
 from ..model.exportable import stock_exportable
-from ..model.verify import ParityReport, check_load_paths
 from ..projections.fit import FitOptions, fit_projections
 from ..projections.plots import plots_available
 from ..publishing.hub import push_folder

@@ -32,8 +32,8 @@ from sentence_transformers import SentenceTransformer
 
 from hf_dumpembed._utils.machine import machine_info
 from hf_dumpembed.data.assets import default_encoder_path
+from hf_dumpembed.export.stock import export_stock_st
 from hf_dumpembed.model.builder import BuildOptions, build
-from hf_dumpembed.model.export import export_stock_st
 
 
 def stdlib_functions() -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:

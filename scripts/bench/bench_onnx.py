@@ -49,10 +49,10 @@ from hf_dumpembed.data.assets import default_encoder_path  # noqa: E402
 from hf_dumpembed.data.beir import load_beir  # noqa: E402
 from hf_dumpembed.evaluation.cached import subsample  # noqa: E402
 from hf_dumpembed.evaluation.metrics import retrieval_metrics  # noqa: E402
+from hf_dumpembed.export.onnx import INT8_FILE, ONNX_FILE, OPTIMIZED_FILE, OUTPUT_NAME, export_onnx  # noqa: E402
+from hf_dumpembed.export.onnx_optimize import down_projections, quantize_int8, session_options  # noqa: E402
+from hf_dumpembed.export.openvino import OPENVINO_DIR, OPENVINO_FILE, OPENVINO_INT8_FILE, openvino_runner  # noqa: E402
 from hf_dumpembed.model.builder import BuildOptions, build  # noqa: E402
-from hf_dumpembed.model.onnx_export import INT8_FILE, ONNX_FILE, OPTIMIZED_FILE, OUTPUT_NAME, export_onnx  # noqa: E402
-from hf_dumpembed.model.onnx_optimize import down_projections, quantize_int8, session_options  # noqa: E402
-from hf_dumpembed.model.openvino_export import OPENVINO_DIR, OPENVINO_FILE, OPENVINO_INT8_FILE, openvino_runner  # noqa: E402
 from hf_dumpembed.remote import DumpEmbedModel  # noqa: E402
 
 SECTION, ORDER, TITLE = ("onnx", 15,

@@ -172,8 +172,8 @@ def run_client(python: Path, export: Path, snippet: str) -> dict:
 def build_export(work: Path) -> tuple[Path, Path]:
     from hf_dumpembed.cli import main as cli
     from hf_dumpembed.data.assets import default_encoder_path
+    from hf_dumpembed.export.stock import export_stock_st
     from hf_dumpembed.model.builder import BuildOptions, build
-    from hf_dumpembed.model.export import export_stock_st
 
     # mean over every token, [DUMP] slots included: what stock sentence-transformers Pooling computes
     model = build(default_encoder_path(), work / "k4", BuildOptions(num_dump_tokens=4, pooling="mean"))
@@ -217,7 +217,7 @@ def main() -> None:
         return
     from transformers import AutoTokenizer
 
-    from hf_dumpembed.model.verify import encode_with_automodel
+    from hf_dumpembed.export.verify import encode_with_automodel
 
     work = Path(tempfile.mkdtemp(prefix="compat-"))
     model, export = build_export(work)

@@ -138,7 +138,7 @@ def check_load_paths(
     The folder's remote code must be hf_dumpembed's own (UntrustedRemoteCode otherwise) unless
     ``trust_remote_code``; so must a stock export's modules."""
     from .._utils.remote_trust import require_trusted_code
-    from .folder_check import require_dumpembed_folder
+    from ..model.folder_check import require_dumpembed_folder
 
     require_dumpembed_folder(model_dir)
     require_trusted_code(model_dir, trust_remote_code)
@@ -170,7 +170,7 @@ def check_load_paths(
 
 def check_calibration(model_dir: str | Path, report: ParityReport) -> ParityReport:
     """Fill ``report``'s calibration fields from ``model_dir``'s quantization.json (if it has one)."""
-    from .quantization import CALIBRATION_FILE, CalibrationError, calibration_problems, read_calibration
+    from ..model.quantization import CALIBRATION_FILE, CalibrationError, calibration_problems, read_calibration
 
     if not (Path(model_dir) / CALIBRATION_FILE).is_file():
         return report

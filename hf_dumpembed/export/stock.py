@@ -19,11 +19,11 @@ from sentence_transformers.sentence_transformer.modules import Dense, Normalize,
 
 from .._utils.atomic import output_lock
 from .._utils.folders import check_output_dir, staged_output
+from ..model.export_record import write_export_record
+from ..model.exportable import ST_POOLING, stock_export_blocker
+from ..model.folder_check import require_dumpembed_folder
+from ..model.st_files import st_settings
 from ..remote import DumpEmbedModel
-from .export_record import write_export_record
-from .exportable import ST_POOLING, stock_export_blocker
-from .folder_check import require_dumpembed_folder
-from .st_files import st_settings
 from .stock_compat import make_portable
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
@@ -122,7 +122,7 @@ def _export(model_dir: Path, out_dir: str | Path, overwrite: bool, check: Callab
 def copy_calibration(model_dir: Path, out_dir: Path, k: int) -> None:
     """The quantization calibration of ``model_dir`` at the export's output dimension ``k`` (when it has one), so
     that `hf_dumpembed.quantize` gives the stock export's vectors the same codes."""
-    from .quantization import CALIBRATION_FILE, Calibration, read_calibration, write_calibration
+    from ..model.quantization import CALIBRATION_FILE, Calibration, read_calibration, write_calibration
 
     if not (model_dir / CALIBRATION_FILE).is_file():
         return

@@ -43,7 +43,7 @@ from .._utils.folders import staged_output
 from ..remote import DumpEmbedModel
 from ..remote.modeling_dumpembed import counts_positions_from_mask
 from .onnx_optimize import SINGLE_FILE_LIMIT, down_projections, fuse_for_onnxruntime, quantize_int8, session_options
-from .openvino_export import (
+from .openvino import (
     OPENVINO_DIR,
     OPENVINO_FILE,
     OPENVINO_INT8_FILE,
@@ -237,7 +237,7 @@ def write_tokenizer_files(model_dir: Path, out_dir: Path) -> None:
 def copy_quantization_calibration(model_dir: Path, staging: Path, dimension: int) -> str | None:
     """Copy the folder's quantization.json (its int8 ranges / binary thresholds) when it is sound and covers the
     graph's output dimension, so ``hf_dumpembed.quantize(vectors, export_folder)`` works on the graph's vectors."""
-    from .quantization import CALIBRATION_FILE, calibration_problems, read_calibration
+    from ..model.quantization import CALIBRATION_FILE, calibration_problems, read_calibration
 
     if not (model_dir / CALIBRATION_FILE).is_file():
         return None
