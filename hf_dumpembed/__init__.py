@@ -6,21 +6,19 @@ from ._utils.lazy import lazy_attributes
 
 __version__ = "0.1.0"
 
-# Entry points load on first use (they import torch, transformers, sentence-transformers), so that the command
-# line starts fast; importing `remote` registers the classes for AutoModel's remote code.
+# The public API, loaded on first use (it imports torch, transformers, sentence-transformers) so that the command
+# line starts fast; importing `remote` registers the classes for AutoModel's remote code. Everything else is
+# imported from its module (docs/architecture.md names them).
 _LAZY = {
-    "DumpEmbedConfig": "remote",
     "DumpEmbedModel": "remote",
-    "BuildOptions": "model.builder",
+    "DumpEmbedConfig": "remote",
     "build": "model.builder",
-    "build_dump_model": "model.builder",
-    "save_dump_model": "model.builder",
-    "add_dump_tokens": "model.tokenizer",
+    "BuildOptions": "model.builder",
+    "fit_projections": "projections.fit",
+    "FitOptions": "projections.fit",
     "export_stock_st": "export.stock",
     "check_load_paths": "export.verify",
     "quantize": "model.quantization",
-    "default_encoder_path": "data.assets",
-    "default_decoder_path": "data.assets",
 }
 __all__ = ["__version__", *_LAZY]
 __getattr__ = lazy_attributes(__name__, _LAZY)

@@ -11,14 +11,15 @@ import argparse
 import logging
 
 from hf_dumpembed._utils.console import say
-from hf_dumpembed.data.corpora import BUILDERS, build_datasets
+from hf_dumpembed.data.corpora import BUILDERS, COLLECTIONS, build_datasets
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="data", help="output folder (default: data)")
+    also = "; ".join(f"{c.builder} also writes {c.name}" for c in COLLECTIONS if c.builder != c.name)
     parser.add_argument("--only", nargs="+", choices=list(BUILDERS), default=None,
-                        help="build only these (StdlibCode also writes StdlibCodeTrain)")
+                        help=f"build only these ({also})")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     for summary in build_datasets(args.out, args.only):

@@ -118,6 +118,33 @@ def test_k_zero_is_the_plain_backbone(tiny_bert, tmp_path):
     np.testing.assert_allclose(ours, torch.nn.functional.normalize(cls, dim=-1).numpy(), atol=1e-6)
 
 
+def test_build_options_are_a_frozen_pydantic_dataclass_with_one_sentence_errors():
+    import dataclasses
+
+    from pydantic.dataclasses import is_pydantic_dataclass
+
+    from hf_dumpembed._utils.checked import OptionError
+
+    options = BuildOptions(num_dump_tokens=2, pooling="auto", init="sep", prompt="echo", match_texts=["a", "b"])
+    assert is_pydantic_dataclass(BuildOptions) and options.pooling is None and options.init is DumpInit.SEP
+    assert options.prompt == "echo" and options.match_texts == ("a", "b")
+    assert BuildOptions(pooling="mean").pooling is builder.Pooling.MEAN
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        options.seed = 1  # type: ignore[misc]
+    assert dataclasses.replace(options, seed=3).seed == 3
+    for kwargs, message in [
+        ({"num_dump_tokens": True}, "num_dump_tokens must be an integer between 0 and 1024 (the [DUMP] paper uses "
+                                    "1-16); got True."),
+        ({"seed": -1}, "seed must be a non-negative integer; got -1."),
+        ({"dtype": "int8"}, "dtype must be one of ('float32', 'bfloat16', 'float16') or None (the source's own); "
+                            "got 'int8'."),
+        ({"prompt": 5}, "prompt must be one of ('prompteol', 'echo'); got 5."),
+    ]:
+        with pytest.raises(OptionError) as info:
+            BuildOptions(**kwargs)
+        assert str(info.value) == message and isinstance(info.value, ValueError)
+
+
 def test_build_options_and_existing_folders_are_checked(tiny_bert, bert_dump_model, tmp_path):
     with pytest.raises(ValueError, match="pooling must be one of"):
         BuildOptions(pooling="avg")

@@ -195,3 +195,70 @@ def test_build_all_real_sources(tmp_path: Path) -> None:
     assert summaries["StdlibCodeTrain"].num_queries > 1000
     again = build_datasets(tmp_path / "again", ["PyFAQ"])
     assert again[0].sha256 == summaries["PyFAQ"].sha256
+
+
+# --- the collection catalog: one list of names, every other list derived from it ---
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_catalog_names_each_collection_once_with_its_split_and_builder() -> None:
+    from hf_dumpembed.data.corpora import BUILDERS, COLLECTIONS, EVAL_COLLECTIONS, HELD_OUT, TRAIN_COLLECTION
+
+    names = [c.name for c in COLLECTIONS]
+    assert len(names) == len(set(names)) and {c.split for c in COLLECTIONS} == {"test", "train"}
+    assert tuple(BUILDERS) == tuple(dict.fromkeys(c.builder for c in COLLECTIONS))
+    assert HELD_OUT == ("ManPages", "PyFAQ", "StdlibCode", "WikiLong") and TRAIN_COLLECTION == "StdlibCodeTrain"
+    assert EVAL_COLLECTIONS == ("ManPages", "PyFAQ", "StdlibCode")
+
+
+def test_every_list_of_collections_in_the_package_comes_from_the_catalog() -> None:
+    from hf_dumpembed.commands.evaluate import EVAL_DESCRIPTION
+    from hf_dumpembed.commands.quickstart import DESCRIPTION
+    from hf_dumpembed.data.corpora import EVAL_COLLECTIONS, HELD_OUT, TRAIN_COLLECTION
+    from hf_dumpembed.evaluation.presets import GROUPS, LOCAL_TASKS
+    from hf_dumpembed.quickstart.data import BUILDER_OF, REQUIRED
+    from hf_dumpembed.quickstart.options import EVAL_TASKS, QuickstartOptions
+
+    assert LOCAL_TASKS == HELD_OUT == GROUPS["local"]
+    assert EVAL_TASKS == EVAL_COLLECTIONS == QuickstartOptions().eval_tasks
+    assert set(BUILDER_OF) == {*EVAL_COLLECTIONS, TRAIN_COLLECTION} and REQUIRED == ("StdlibCode", TRAIN_COLLECTION)
+    assert " | ".join(HELD_OUT) in EVAL_DESCRIPTION and f"({TRAIN_COLLECTION} for training;" in DESCRIPTION
+
+
+def _string_constants(path: Path) -> list[tuple[int, str]]:
+    """(line, value) of every string literal in ``path`` that is not a docstring (f-string pieces included)."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
+
+
+def test_no_hand_typed_collection_name_outside_the_catalog() -> None:
+    """A collection named as a bare string ("PyFAQ", "data/PyFAQ") in the package or a bench script is a list the
+    catalog does not feed; only the catalog and the registry (which pairs each builder with its function) name them."""
+    from hf_dumpembed.data.corpora import COLLECTION_NAMES
+
+    allowed = {ROOT / "hf_dumpembed/data/corpora/catalog.py", ROOT / "hf_dumpembed/data/corpora/registry.py"}
+    files = [*(ROOT / "hf_dumpembed").rglob("*.py"), *(ROOT / "scripts").rglob("*.py")]
+    found = [f"{path.relative_to(ROOT)}:{line}: {value!r}" for path in sorted(set(files) - allowed)
+             for line, value in _string_constants(path) if value.removeprefix("data/") in COLLECTION_NAMES]
+    assert not found, "collection names typed by hand (derive them from hf_dumpembed.data.corpora):\n" + "\n".join(
+        found)
+
+
+def test_the_manifest_records_the_catalogs_split_use_query_and_document(tmp_path: Path) -> None:
+    from hf_dumpembed.data.corpora import COLLECTION
+    from hf_dumpembed.data.corpora.registry import _write
+
+    triple = ({"d": {"title": "", "text": "doc"}}, {"q": "query"}, {"q": {"d": 1}})
+    summary = _write(COLLECTION["StdlibCodeTrain"], tmp_path, triple, {"seed": 0})
+    manifest = json.loads((tmp_path / "StdlibCodeTrain" / MANIFEST_FILE).read_text())
+    assert summary.split == manifest["split"] == "train" and (tmp_path / "StdlibCodeTrain/qrels/train.tsv").is_file()
+    assert manifest["source"] == {"seed": 0, "use": "training and projection fitting only",
+                                  "query": "docstring first paragraph",
+                                  "document": "function source without its docstring"}

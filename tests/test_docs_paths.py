@@ -1,4 +1,4 @@
-"""The docs cite only repository paths that exist, and the README's layout table names every command module.
+"""The docs cite only repository paths that exist, and docs/architecture.md names every command module.
 
 Run alone: ``python -m pytest tests/test_docs_paths.py`` (reads the markdown files; imports nothing of the package).
 
@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = ("README.md", "RELIABILITY.md", "BENCHMARKS.md", "tests/README.md")
+DOCS = ("README.md", "RELIABILITY.md", "BENCHMARKS.md", "tests/README.md",
+        *sorted(path.relative_to(ROOT).as_posix() for path in (ROOT / "docs").glob("*.md")))
 _PART = r"(?:[\w.*<>-]|\{[\w.,-]*\})*"
 REPO_PATH = re.compile(rf"(?<![\w./-])((?:hf_dumpembed|tests|scripts|docs|model_cards|\.ci)/{_PART}(?:/{_PART})*)")
 
@@ -67,11 +68,15 @@ def test_the_path_check_reads_globs_braces_templates_and_refuses_a_missing_path(
             "tests/test_nope_*.py"]
 
 
-def test_the_readme_layout_names_every_command_module():
-    """The `hf_dumpembed/commands/` row of the README's layout table names each module there (`onnx`, ...)."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    row = next(line for line in text.splitlines() if line.startswith("| `hf_dumpembed/commands/`"))
+def test_the_docs_cover_every_page_of_docs():
+    assert sum(doc.startswith("docs/") for doc in DOCS) >= 6, "docs/*.md are not checked: DOCS is out of date"
+
+
+def test_the_architecture_page_names_every_command_module():
+    """docs/architecture.md names each module of `hf_dumpembed/commands/` (`onnx`, ...) with the subcommands it holds
+    (tests/test_docs.py checks every other module)."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     modules = {path.stem for path in (ROOT / "hf_dumpembed" / "commands").glob("*.py") if path.stem != "__init__"}
     assert modules
-    unnamed = sorted(name for name in modules if f"`{name}`" not in row)
-    assert not unnamed, f"README's hf_dumpembed/commands/ row does not name: {unnamed}"
+    unnamed = sorted(name for name in modules if f"`hf_dumpembed/commands/{name}.py`" not in text)
+    assert not unnamed, f"docs/architecture.md does not name: {unnamed}"

@@ -346,3 +346,11 @@ def test_optional_collections_that_cannot_be_fetched_are_skipped_with_the_reason
 def test_bad_options_are_refused():
     with pytest.raises(ValueError, match="--dump-tokens must be an integer >= 1"):
         QuickstartOptions(num_dump_tokens=0)
+    with pytest.raises(ValueError) as info:
+        QuickstartOptions(num_dump_tokens="4")  # pydantic checks it (strict integer), the sentence stays ours
+    assert str(info.value) == "--dump-tokens must be an integer >= 1 (the baseline is K = 0); got '4'."
+    options = QuickstartOptions(output_dir="out", data_dir="data", eval_tasks=["PyFAQ"])
+    assert options.output_dir == Path("out") and options.data_folder == Path("data")
+    assert options.eval_tasks == ("PyFAQ",)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        options.seed = 1  # type: ignore[misc]

@@ -1,6 +1,6 @@
-"""README claims that had no test of their own (see the claim -> test table in tests/README.md).
+"""Claims of the README and docs/ that had no test of their own (see the claim -> test table in tests/README.md).
 
-Also the check that the table itself names only tests that exist.
+Also the checks that the table itself names only tests that exist, and only pages that exist.
 """
 
 from __future__ import annotations
@@ -55,6 +55,36 @@ def test_every_test_the_claim_table_names_exists():
     assert not missing, f"tests/README.md names tests that do not exist: {missing}"
 
 
+PAGE = re.compile(r"(?:README\.md|RELIABILITY\.md|docs/[\w-]+\.md)")
+
+
+def claim_rows() -> list[list[str]]:
+    """The claim rows of the table, each as its cells (claim, where, tests)."""
+    rows = []
+    for line in TABLE.read_text().splitlines():
+        if line.startswith("| ") and not line.startswith(("| claim", "| **")):
+            rows.append([cell.strip() for cell in re.split(r"(?<!\\) \| ", line.strip("| "))])
+    return rows
+
+
+def test_every_claim_names_the_pages_that_make_it():
+    """The "where (page)" column names, for each claim, README.md, RELIABILITY.md or a page of docs/ that exists, so
+    a reader finds the claim's text. Break tried: a row naming a page of docs/ that does not exist — this test failed
+    naming it."""
+    header = next(line for line in TABLE.read_text().splitlines() if line.startswith("| claim"))
+    assert header == "| claim | where (page) | test |"
+    bad = []
+    for cells in claim_rows():
+        assert len(cells) == 3, f"a claim row without its three cells: {cells}"
+        pages = [page.strip() for page in cells[1].split(",")]
+        if not pages or any(not PAGE.fullmatch(page) or not (ROOT / page).is_file() for page in pages):
+            bad.append(f"{cells[0][:60]}: {cells[1]!r}")
+    assert not bad, f"claims whose page is missing or does not exist: {bad}"
+    named = {page.strip() for cells in claim_rows() for page in cells[1].split(",")}
+    pages = {"README.md", *(f"docs/{path.name}" for path in (ROOT / "docs").glob("*.md"))}
+    assert len(named & pages) >= 8, "the table names few of the pages: the where column is out of date"
+
+
 @pytest.fixture(scope="module")
 def spectemp16(llama_dump_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     corpus = write_corpus(tmp_path_factory.mktemp("corpus") / "texts.txt")
@@ -64,7 +94,8 @@ def spectemp16(llama_dump_model: Path, tmp_path_factory: pytest.TempPathFactory)
 
 
 def test_saving_a_model_loaded_at_another_k_writes_a_folder_of_that_k(spectemp16: Path, tmp_path: Path):
-    """README: "saving such a model writes a k=64 folder" (here k = 8 of a k = 16 fit): the saved folder loads at
+    """docs/serving.md: "saving such a model writes a k=64 folder" (here k = 8 of a k = 16 fit): the saved folder
+    loads at
     k = 8 with the same matrix and vectors and records dim 8. Break tried: `apply_projection_dim` not updating
     `projection_info["dim"]` — the saved folder then failed to load (checkpoint k = 8, recorded k = 16)."""
     chosen = AutoModel.from_pretrained(spectemp16, trust_remote_code=True, projection_dim=8)
@@ -84,7 +115,8 @@ def test_saving_a_model_loaded_at_another_k_writes_a_folder_of_that_k(spectemp16
 
 
 def test_onnx_export_refuses_a_model_that_composes_a_prompt(llama_dump_model: Path, tmp_path: Path):
-    """README: "Models that compose a prompt inside the model (`--prompt`) cannot be exported" — refused with the
+    """docs/serving.md: "Models that compose a prompt inside the model (`--prompt`) cannot be exported" — refused with
+    the
     reason, nothing written. Break tried: the `prompt_mode` check of `export_onnx` removed — the export then ran."""
     pytest.importorskip("onnx")
     from hf_dumpembed.export.onnx import export_onnx
@@ -98,7 +130,7 @@ def test_onnx_export_refuses_a_model_that_composes_a_prompt(llama_dump_model: Pa
 
 
 def test_one_readable_log_line_per_logging_step(caplog, monkeypatch):
-    """README: "A readable log line per logging step gives loss, lr, seconds per step and examples per second"
+    """docs/training.md: "A readable log line per logging step gives loss, lr, seconds per step and examples per second"
     (rank 0 only). Break tried: the examples/s computed from the per-device instead of the global batch (the
     callback given `global_batch / 2`) — the line then read 32.0 and this test failed."""
     from hf_dumpembed.training import trainer
@@ -118,7 +150,8 @@ def test_one_readable_log_line_per_logging_step(caplog, monkeypatch):
 
 
 def test_results_are_filed_under_local_name_and_a_content_hash_or_the_snapshot(bert_dump_model: Path, tmp_path):
-    """README (eval): by default a Hub-cache snapshot gives its own id and commit, any other folder `local/<folder>`
+    """docs/evaluation.md (eval): by default a Hub-cache snapshot gives its own id and commit, any other folder
+    `local/<folder>`
     and a sha1 of `config.json` + weights, so results of different weights never mix. Break tried: hashing only
     config.json — the changed-weights case then kept its revision."""
     try:  # the folder's identity lives next to its ModelMeta (older layout: in the submission module)

@@ -11,7 +11,8 @@ import torch
 
 from hf_dumpembed.evaluation import retrieval_metrics
 from hf_dumpembed.projections.auto import REFERENCE, k_grid, select_auto
-from hf_dumpembed.projections.fit import FitOptions, _auto_projection, fit_projection
+from hf_dumpembed.projections.fit import FitOptions, fit_projection
+from hf_dumpembed.projections.methods.spectemp import auto_projection
 from hf_dumpembed.projections.pseudo import build_pseudo_queries, first_segment, paired_ndcg_at_10
 from hf_dumpembed.projections.spectemp import spectemp_curve
 from hf_dumpembed.projections.stats import StreamingStats, eigendecompose
@@ -134,13 +135,13 @@ def test_stored_auto_projection_recomposes_every_k_bit_for_bit() -> None:
     routes[8:12] = 1  # uncentred
     routes[18:] = 2  # prefix truncation: all three routes in one stored form
     selection = type(selection)(**{**selection.__dict__, "routes": routes})
-    stored = _auto_projection(spectrum, selection, 20)
+    stored = auto_projection(spectrum, selection, 20)
     assert torch.equal(stored.mean, torch.zeros(24)) and torch.equal(stored.matrix, torch.eye(24, 20))
     loaded = DumpProjection(24, 20, selection="auto")
     loaded.load_state_dict(stored.state_dict())
     for k in (1, 5, 9, 12, 13, 18, 19, 24):
         loaded.select(k)
-        fitted = _auto_projection(spectrum, selection, k)
+        fitted = auto_projection(spectrum, selection, k)
         assert torch.equal(loaded.matrix, fitted.matrix) and torch.equal(loaded.mean, fitted.mean), k
     loaded.select(13)
     assert loaded.route(13) == "centred" and torch.equal(loaded.mean, torch.from_numpy(spectrum.mean).float())

@@ -5,23 +5,24 @@ from __future__ import annotations
 import argparse
 
 from .._utils.console import say
+from ..data.corpora import HELD_OUT
 from . import add_trust_flag
 
-EVAL_DESCRIPTION = """\
+EVAL_DESCRIPTION = f"""\
 Evaluate MODEL with mteb through its stock sentence-transformers wrapper (trust_remote_code=True), print
 nDCG@10 / Recall@10 / MRR@10 per task, and write mteb's results layout under
 RESULTS_DIR/results/<org>__<name>/<revision>/<Task>.json (+ model_meta.json with the model's full ModelMeta).
 
 --task takes (repeatable):
   PATH                      any BEIR-style folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv)
-  ManPages | PyFAQ | StdlibCode | WikiLong
+  {" | ".join(HELD_OUT)}
                             a collection built by `python scripts/build_datasets.py` under --data-dir
   NQHardNegatives, HotpotQAHardNegatives, QuoraRetrievalHardNegatives, DBPediaHardNegatives,
   MSMARCOHardNegatives, WikipediaRetrievalMultilingual (English subset), LEMB* ...
                             official mteb tasks, unchanged; they need the Hub dataset (or its cache):
                             offline and not cached is a clear error
   dump-standard | dump-longembed | dump-paper | local
-                            groups: the [DUMP] paper's standard set, its LongEmbed set, both, the local four
+                            groups: the [DUMP] paper's standard set, its LongEmbed set, both, the local collections
 
 The model is filed under --model-name (default: the Hub id of a Hub-cache snapshot, else local/<folder>)
 and --revision (default: the snapshot commit, else a sha1 of config.json + weights, so results of different

@@ -4,32 +4,27 @@ from __future__ import annotations
 
 import argparse
 import os
+import textwrap
 
+from ..model.projection_record import METHOD_NAMES, METHODS, MethodSpec, mode_names
 from . import add_trust_flag
 
-DESCRIPTION = """\
+HELP_WIDTH, HELP_INDENT = 114, 18  # the method entries' width and where their text starts
+
+_DESCRIPTION = """\
 Fit a post-hoc linear projection on a DumpEmbed model and write OUT, a new model folder whose projection
 (mean + matrix, applied to the L2-normalised pooled embedding, then L2 again) holds the fitted map. MODEL is
 only read (OUT may not lie inside MODEL or the corpus, nor contain them). Provenance (method, mode, k, γ, knee, τ,
 corpus name / relative path + sha256, number of texts, date) goes to config.projection_info, plots to OUT/plots/.
 A second fit to the same OUT while this one runs fails at once; non-finite corpus statistics are refused.
 
-Methods (SpecTemp and baselines are fitted on the embeddings of --corpus; the others need no corpus):
-  spectemp        PCA with spectral tempering. --mode auto (ours, the default) chooses γ(k), or prefix
-                  truncation, for every k with pseudo-queries from the corpus itself (a text's first line or
-                  sentence against the whole text; no labels; --pseudo-queries N of them); --mode reference:
-                  the paper's rule, γ(k) from the SNR knee of the spectrum; --mode robust (ours): the same rule
-                  with a steadier knee. OUT's config.projection_info["mode"] and its card name the mode
-  pca / whiten    centred top-k eigenvectors, γ = 0 / γ = 1
-  gamma           γ-whitening with --gamma G (default 0.5)
-  embedfilter     middle band of the causal LM's unembedding spectrum: m = d // --ratio (default 2) or --dim
-  truncate        first k coordinates
-  random-truncate / random-project   seeded random coordinates / Gaussian projection (--seed)
+Methods ({corpus_methods} are fitted on the embeddings of --corpus; the others need no corpus):
+{method_lines}
 
-One folder, many dimensions: spectemp, pca, whiten, gamma, embedfilter and truncate store their spectrum, so
+One folder, many dimensions: {any_k_methods} store their spectrum, so
 any k can be picked at load time and equals a fit at that k:
   AutoModel.from_pretrained(OUT, trust_remote_code=True, projection_dim=128)
-  SentenceTransformer(OUT, trust_remote_code=True, model_kwargs={"projection_dim": 128})
+  SentenceTransformer(OUT, trust_remote_code=True, model_kwargs={{"projection_dim": 128}})
 
 Quantized outputs: with --corpus (any method) OUT also gets quantization.json, the int8 ranges and binary
 thresholds of its vectors on the corpus at each selectable k; hf_dumpembed.quantize(embeddings, OUT,
@@ -43,6 +38,34 @@ Corpus: a .jsonl file (a "text" field, or BEIR title/text), a .txt file (one tex
 (its corpus.jsonl) or a folder written by datasets' save_to_disk. Several processes:
   torchrun --nproc_per_node N -m hf_dumpembed.cli fit ...   (each rank encodes a shard; rank 0 writes)
 """
+
+
+def _names(methods: list[MethodSpec]) -> str:
+    names = [m.name for m in methods]
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+
+def _method_lines() -> str:
+    """One help entry per method of the vocabulary, its text wrapped beside the name."""
+    lines = []
+    for method in METHODS.values():
+        wrapped = textwrap.wrap(method.help, width=HELP_WIDTH - HELP_INDENT)
+        lines.append(f"  {method.name:<{HELP_INDENT - 3}} {wrapped[0]}")
+        lines += [" " * HELP_INDENT + line for line in wrapped[1:]]
+    return "\n".join(lines)
+
+
+def _mode_help() -> str:
+    """``--mode``'s help: SpecTemp's modes, the default first."""
+    spec = METHODS["spectemp"]
+    modes = sorted(spec.modes, key=lambda mode: mode.name != spec.default_mode)
+    return "SpecTemp's γ(k): " + "; ".join(
+        f"{mode.name} ({'default: ' if mode.name == spec.default_mode else ''}{mode.help})" for mode in modes)
+
+
+DESCRIPTION = _DESCRIPTION.format(
+    corpus_methods=_names([m for m in METHODS.values() if m.needs_corpus]), method_lines=_method_lines(),
+    any_k_methods=_names([m for m in METHODS.values() if m.any_k]))
 
 
 def _fit(args: argparse.Namespace) -> None:
@@ -79,25 +102,20 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("model", help="a DumpEmbed model folder (never modified)")
     parser.add_argument("out", help="the new model folder (must not exist or be empty, unless --overwrite)")
-    parser.add_argument("--method", required=True,
-                        choices=["spectemp", "embedfilter", "pca", "whiten", "gamma", "truncate", "random-truncate",
-                                 "random-project"], help="projection method (see above)")
+    parser.add_argument("--method", required=True, choices=list(METHOD_NAMES), help="projection method (see above)")
     parser.add_argument("--dim", type=int, default=None, metavar="K",
                         help="output dimension k (EmbedFilter: band width m); required except for embedfilter")
     parser.add_argument("--ratio", type=int, default=None, metavar="T",
                         help="EmbedFilter filter ratio τ: keep m = d // τ middle directions (default 2)")
     parser.add_argument("--gamma", type=float, default=None, metavar="G", help="γ of --method gamma (default 0.5)")
-    parser.add_argument("--mode", choices=["reference", "robust", "auto"], default=None,
-                        help="SpecTemp's γ(k): auto (default: γ(k) or prefix truncation chosen per k by "
-                        "pseudo-query nDCG@10 on the corpus; needs texts with a first line or sentence to split off); "
-                        "reference (the paper's rule); robust (knee = argmax of Kneedle's difference curve, zero "
-                        "eigenvalues dropped before the noise floor)")
+    parser.add_argument("--mode", choices=list(mode_names()), default=None, help=_mode_help())
     parser.add_argument("--robust", action="store_true", help="alias of --mode robust")
     parser.add_argument("--pseudo-queries", type=int, default=1000, metavar="N",
                         help="--mode auto: score at most N pseudo-queries, a seeded sample (default: 1000)")
     parser.add_argument("--corpus", default=None, metavar="PATH",
-                        help="texts to fit on (spectemp, pca, whiten, gamma) and, for any method, to calibrate the "
-                        "quantized outputs (quantization.json): .jsonl, .txt, BEIR folder, saved dataset")
+                        help=f"texts to fit on ({', '.join(m.name for m in METHODS.values() if m.needs_corpus)}) and, "
+                        "for any method, to calibrate the quantized outputs (quantization.json): .jsonl, .txt, BEIR "
+                        "folder, saved dataset")
     parser.add_argument("--text-column", default=None, help="text column of a saved HF dataset (default: text)")
     parser.add_argument("--max-texts", type=int, default=1_000_000,
                         help="fit on a seeded sample of at most this many texts (default: 1000000, as the authors)")

@@ -6,13 +6,19 @@ import argparse
 from pathlib import Path
 
 from .._utils.console import say
-from ..remote.configuration_dumpembed import POOLING_MODES
+from ..remote.configuration_dumpembed import POOLING_MODES, ST_POOLING_MODES
 from . import add_trust_flag
 
 
 def looks_like_a_path(name: str) -> bool:
     """True for a BACKBONE that can only be a local path (a Hub id is ``name`` or ``owner/name``)."""
     return name.startswith(("/", ".", "~")) or name.count("/") > 1 or "\\" in name
+
+
+def stock_pooling_modes() -> str:
+    """The pooling modes stock sentence-transformers computes, as a phrase: "cls, last (= lasttoken), ... and X"."""
+    names = [ours if st == ours else f"{ours} (= {st})" for ours, st in ST_POOLING_MODES.items() if st is not None]
+    return ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _build(args: argparse.Namespace) -> None:
@@ -121,9 +127,8 @@ def _add_build(commands: argparse._SubParsersAction) -> None:
     build.add_argument("--pooling", choices=["auto", *POOLING_MODES], default="auto",
                        help="auto (default): the source's own sentence-transformers pooling (mean becomes "
                        "mean_no_dump, the mean without the [DUMP] slots, when K > 0), else cls for encoders and "
-                       "last for decoders. cls, last (= lasttoken), mean, max, mean_sqrt_len_tokens and weightedmean "
-                       "compute what sentence-transformers' Pooling does. The choice and the reason are printed and "
-                       "shown in the card")
+                       f"last for decoders. {stock_pooling_modes()} compute what sentence-transformers' Pooling "
+                       "does. The choice and the reason are printed and shown in the card")
     build.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default=None,
                        help="dtype of the backbone's weights in the folder (default: the source's own, e.g. bf16 "
                        "stays bf16); the projection always stays fp32")

@@ -5,11 +5,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-DESCRIPTION = """\
+from ..data.corpora import COLLECTIONS, EVAL_COLLECTIONS, TRAIN_COLLECTION
+
+_HELD_OUT = ", ".join(EVAL_COLLECTIONS[:-1]) + " and " + EVAL_COLLECTIONS[-1]
+_FROM_DEBIAN = "/".join(c.name for c in COLLECTIONS if c.name in EVAL_COLLECTIONS and not c.offline)
+DESCRIPTION = f"""\
 The whole workflow on the embedded models, on this machine, with no Hugging Face Hub access:
 
-  1. builds the real-text collections (StdlibCodeTrain for training; StdlibCode, PyFAQ and ManPages held out;
-     PyFAQ/ManPages come from Debian packages and are skipped, with the reason, where apt-get cannot fetch them);
+  1. builds the real-text collections ({TRAIN_COLLECTION} for training; {_HELD_OUT} held out;
+     {_FROM_DEBIAN} come from Debian packages and are skipped, with the reason, where apt-get cannot fetch them);
   2. builds a K=0 baseline and a K=4 [DUMP] model from all-MiniLM-L6-v2 and fine-tunes both with one recipe
      (InfoNCE + GradCache, hard negatives mined once, same data order);
   3. fits SpecTemp (auto mode, fit's default, and the paper's rule) and PCA at the same k on the training corpus;

@@ -33,6 +33,7 @@ from typing import Any
 from .._utils.hashing import update_with_file
 from ..data.assets import EMBEDDED_MODELS
 from ..model.papers import PAPERS
+from ..model.projection_record import ProjectionInfo
 
 # BibTeX of the methods a folder may use (the model card cites all three; `citation` those the folder uses).
 LOADER_KWARGS = {"trust_remote_code": True}  # the stock wrapper's, for a Hub name (the submission kit)
@@ -144,19 +145,18 @@ def selectable_dims(config: dict[str, Any]) -> int | list[int]:
     """The output dimensions the folder can be loaded at: 1..max_dim when its fitted projection stores what
     recomposes it for any k (``projection_info["selection"]``), else its one ``projection_dim``."""
     dim = int(config["projection_dim"])
-    info = config.get("projection_info") or {}
-    max_dim = info.get("max_dim")
-    if info.get("selection") and isinstance(max_dim, int) and max_dim > 1:
-        return list(range(1, max_dim + 1))
+    info = ProjectionInfo.from_config(config)
+    if info is not None and info.selection and isinstance(info.max_dim, int) and info.max_dim > 1:
+        return list(range(1, info.max_dim + 1))
     return dim
 
 
 def folder_facts(config: dict[str, Any]) -> dict[str, Any]:
     """What a DumpEmbed folder is: [DUMP] count K, pooling, and its fitted projection (None when it has none)."""
-    info = config.get("projection_info") or {}
+    info = ProjectionInfo.from_config(config)
     projection = None
-    if info:
-        projection = {"method": info.get("method"), "mode": info.get("mode"), "dim": int(config["projection_dim"])}
+    if info is not None:
+        projection = {"method": info.method, "mode": info.mode, "dim": int(config["projection_dim"])}
     return {"num_dump_tokens": int(config.get("num_dump_tokens") or 0), "pooling": config.get("pooling"),
             "projection": projection}
 
@@ -180,9 +180,9 @@ def output_dtypes(model_dir: Path, config: dict[str, Any]) -> list[str] | None:
 def citation(config: dict[str, Any]) -> str | None:
     """BibTeX of the papers whose methods the folder uses ([DUMP] tokens when K > 0, SpecTemp, EmbedFilter); None
     when it uses none of them."""
-    method = (config.get("projection_info") or {}).get("method")
-    keys = (["dump_tokens_2026"] if config.get("num_dump_tokens") else []) + [
-        f"{m}_2026" for m in ("spectemp", "embedfilter") if method == m]
+    info = ProjectionInfo.from_config(config)
+    paper = info.spec.paper if info is not None and info.spec is not None else None
+    keys = (["dump_tokens_2026"] if config.get("num_dump_tokens") else []) + ([paper] if paper else [])
     return "\n".join(PAPERS[key] for key in keys) or None
 
 

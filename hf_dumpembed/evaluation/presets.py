@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..data.beir import is_beir_folder
+from ..data.corpora import HELD_OUT
 
 # The [DUMP] paper's evaluation: standard retrieval (WikipediaRetrievalMultilingual: English only)
 # and LongEmbed.
@@ -38,8 +39,8 @@ DWZHU_LONGEMBED_TASKS = (
 )
 # Official tasks run on one language subset only.
 TASK_LANGUAGES = {"WikipediaRetrievalMultilingual": ["eng"]}
-# The collections built by scripts/build_datasets.py (evaluation splits; StdlibCodeTrain is training text).
-LOCAL_TASKS = ("ManPages", "PyFAQ", "StdlibCode", "WikiLong")
+# The held-out collections built by scripts/build_datasets.py (data/corpora/catalog.py names them all).
+LOCAL_TASKS = HELD_OUT
 GROUPS = {
     "dump-standard": STANDARD_TASKS,
     "dump-longembed": LONGEMBED_TASKS,

@@ -78,9 +78,12 @@ def _export(model_dir: Path, out_dir: str | Path, overwrite: bool, check: Callab
     model = DumpEmbedModel.from_pretrained(model_dir, dtype="auto")  # the backbone keeps the folder's dtype
     blocker = stock_export_blocker(model.config.to_dict())
     if blocker is not None:
-        rebuild = "" if model.config.prompt_mode is not None else (
-            " (Pooling's include_prompt=False would also drop [CLS]); or rebuild with --pooling mean to get a "
-            "stock-exportable model")
+        rebuild = ""
+        if model.config.prompt_mode is None:
+            # mean_no_dump: stock Pooling's prompt exclusion is no substitute (it drops [CLS] with the [DUMP] slots)
+            drop_dump = " (Pooling's include_prompt=False would also drop [CLS])"
+            rebuild = (drop_dump if model.config.pooling == "mean_no_dump" else "") + (
+                "; or rebuild with --pooling mean to get a stock-exportable model")
         raise ValueError(f"{model_dir} {blocker}, which stock sentence-transformers modules cannot express exactly: "
                          f"serve it with remote code (trust_remote_code=True){rebuild}.")
     with staged_output(out_dir, overwrite=overwrite, inputs=[model_dir]) as staging:

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import Annotated, Literal
 
 import torch
+from pydantic import BeforeValidator, Field, StrictInt, model_validator
 from sentence_transformers.util import load_file_path
 from transformers import AutoTokenizer, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
 
 from .._utils.atomic import output_lock
+from .._utils.checked import checked_options
 from .._utils.folders import check_output_dir, staged_output
 from .._utils.public_paths import public_path
 from ..data.assets import embedded_hub_id
@@ -43,7 +45,32 @@ MEAN_POOLING_WITH_DUMP = Pooling.MEAN_NO_DUMP
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
-@dataclass(frozen=True)
+# The sentence each invalid option raises (pydantic checks the types and ranges; see `checked_options`).
+_OPTION_MESSAGES = {
+    "num_dump_tokens": f"num_dump_tokens must be an integer between 0 and {MAX_DUMP_TOKENS} (the [DUMP] paper uses "
+                       "1-16); got {value!r}.",
+    "pooling": f"pooling must be one of {tuple(mode.value for mode in Pooling)}; got {{value!r}}.",
+    "init": f"init must be one of {tuple(init.value for init in DumpInit)}; got {{value!r}}.",
+    "dtype": f"dtype must be one of {tuple(DTYPES)} or None (the source's own); got {{value!r}}.",
+    **{name: f"{name} must be a non-negative integer; got {{value!r}}." for name in
+       ("max_seq_length", "seed", "match_steps")},
+}
+_Count = Annotated[StrictInt, Field(ge=0)]
+
+
+def _auto_is_none(value: object) -> object:
+    """``--pooling auto`` is the builder's default choice (None)."""
+    return None if value == "auto" else value
+
+
+def _prompt_mode(value: object) -> str | None:
+    """A prompt name as its `PromptMode` value, with prompt_mode's error listing the choices."""
+    from .prompting import prompt_mode
+
+    return None if value is None else prompt_mode(value).value
+
+
+@checked_options(_OPTION_MESSAGES)
 class BuildOptions:
     """What `build_dump_model` makes of a backbone.
 
@@ -71,51 +98,29 @@ class BuildOptions:
             library (docstrings and function sources, never a StdlibCode test module).
     """
 
-    num_dump_tokens: int = 4
-    pooling: Pooling | None = None
+    num_dump_tokens: Annotated[StrictInt, Field(ge=0, le=MAX_DUMP_TOKENS)] = 4
+    pooling: Annotated[Pooling | None, BeforeValidator(_auto_is_none)] = None
     init: DumpInit = DumpInit.AUTO
     init_token: str | None = None
-    max_seq_length: int | None = None
+    max_seq_length: _Count | None = None
     normalize: bool | None = None
-    dtype: str | None = None
-    seed: int = 0
-    prompt: str | None = None
-    match_steps: int | None = None
+    dtype: Literal[tuple(DTYPES)] | None = None  # type: ignore[valid-type]
+    seed: _Count = 0
+    prompt: Annotated[str | None, BeforeValidator(_prompt_mode)] = None
+    match_steps: _Count | None = None
     match_texts: tuple[str, ...] | None = None
 
-    def __post_init__(self) -> None:
-        if (isinstance(self.num_dump_tokens, bool) or not isinstance(self.num_dump_tokens, int)
-                or not 0 <= self.num_dump_tokens <= MAX_DUMP_TOKENS):
-            raise ValueError(f"num_dump_tokens must be an integer between 0 and {MAX_DUMP_TOKENS} (the [DUMP] paper "
-                             f"uses 1-16); got {self.num_dump_tokens!r}.")
-        for name in ("max_seq_length", "seed", "match_steps"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-                raise ValueError(f"{name} must be a non-negative integer; got {value!r}.")
-        if self.pooling == "auto":
-            object.__setattr__(self, "pooling", None)
-        if self.pooling is not None:
-            object.__setattr__(self, "pooling", _choice(Pooling, self.pooling, "pooling"))
-        object.__setattr__(self, "init", _choice(DumpInit, self.init, "init"))
-        if self.dtype is not None and self.dtype not in DTYPES:
-            raise ValueError(f"dtype must be one of {tuple(DTYPES)} or None (the source's own); got {self.dtype!r}.")
-        if self.prompt is not None:
-            from .prompting import prompt_mode
-
-            object.__setattr__(self, "prompt", prompt_mode(self.prompt).value)
+    @model_validator(mode="after")
+    def _room_for_text(self) -> BuildOptions:
         if self.max_seq_length is not None and self.max_seq_length <= self.num_dump_tokens + 2:
             raise ValueError(
                 f"max_seq_length={self.max_seq_length} leaves no room for text after {self.num_dump_tokens} "
                 "[DUMP] tokens and the special tokens; use a larger value."
             )
+        return self
 
 
-def _choice(enum: type[Enum], value: object, name: str) -> Enum:
-    try:
-        return enum(value)
-    except ValueError:
-        allowed = tuple(member.value for member in enum)
-        raise ValueError(f"{name} must be one of {allowed}; got {value!r}.") from None
+DEFAULT_OPTIONS = BuildOptions()  # the defaults of `build` and `build_dump_model` (frozen, so one shared value)
 
 
 def source_pooling(backbone: str, revision: str | None = None) -> Pooling | None:
@@ -267,7 +272,7 @@ def prompt_token_ids(tokenizer: PreTrainedTokenizerBase, prompts: object) -> lis
 
 
 def build_dump_model(
-    backbone: str | Path, options: BuildOptions = BuildOptions(), revision: str | None = None
+    backbone: str | Path, options: BuildOptions = DEFAULT_OPTIONS, revision: str | None = None
 ) -> tuple[DumpEmbedModel, PreTrainedTokenizerBase]:
     """Wrap a backbone as a `DumpEmbedModel` with K [DUMP] tokens; returns the model and its tokenizer."""
     refuse_dumpembed_source(backbone, revision)
@@ -395,7 +400,7 @@ def save_dump_model(
 def build(
     backbone: str | Path,
     out_dir: str | Path,
-    options: BuildOptions = BuildOptions(),
+    options: BuildOptions = DEFAULT_OPTIONS,
     revision: str | None = None,
     overwrite: bool = False,
 ) -> Path:

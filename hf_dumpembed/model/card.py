@@ -20,6 +20,7 @@ from .backbone import is_decoder_folder
 from .export_record import check_export_source
 from .exportable import stock_export_blocker
 from .papers import PAPERS
+from .projection_record import AutoRecord, ProjectionInfo, method_text
 
 TEMPLATE = Path(__file__).resolve().parent.parent / "model_cards" / "dumpembed.md"
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
@@ -45,36 +46,6 @@ def init_text(dump_init: str | None) -> str | None:
                  "the model without [DUMP] tokens")
     return text
 CITATIONS = "\n".join(PAPERS.values())  # BibTeX of the three papers
-
-METHOD_TEXT = {
-    "spectemp": "SpecTemp: PCA with spectral tempering, eigenvalue exponent γ(k) set from the SNR knee of the spectrum",
-    "embedfilter": "EmbedFilter: the middle band of the unembedding matrix's spectrum (edge directions removed)",
-    "pca": "PCA (centred, γ = 0)",
-    "whiten": "PCA whitening (γ = 1)",
-    "gamma": "γ-whitening (eigenvalue exponent γ)",
-    "truncate": "prefix truncation (first k dimensions)",
-    "random-truncate": "random truncation (a seeded choice of k dimensions)",
-    "random-project": "random Gaussian projection (seeded)",
-}
-# SpecTemp's text names the mode that ran (projection_info["mode"]; `fit`'s default is auto).
-SPECTEMP_MODE_TEXT = {
-    "reference": "SpecTemp, reference mode (the paper's rule): PCA with spectral tempering, eigenvalue exponent γ(k) "
-                 "set from the SNR knee of the spectrum",
-    "robust": "SpecTemp, robust mode (ours): PCA with spectral tempering, eigenvalue exponent γ(k) set from the SNR "
-              "knee of the spectrum, the knee taken as the argmax of Kneedle's difference curve",
-    "auto": "SpecTemp, auto mode (ours, `hf-dumpembed fit`'s default): PCA with spectral tempering, the eigenvalue "
-            "exponent γ(k), centring or prefix truncation chosen for every k by a label-free pseudo-query score on "
-            "the fit corpus, starting from the paper's SNR-knee rule",
-}
-
-
-def method_text(info: dict[str, Any]) -> str:
-    """The card's words for the fitted method, naming SpecTemp's mode."""
-    method = str(info.get("method") or "")
-    if method == "spectemp" and info.get("mode") in SPECTEMP_MODE_TEXT:
-        return SPECTEMP_MODE_TEXT[info["mode"]]
-    return METHOD_TEXT.get(method, method)
-
 
 # projection_info key -> label, in the order the card lists them.
 PROJECTION_FIELDS = {
@@ -160,60 +131,64 @@ def plot_images(model_dir: Path, listed: list[str]) -> list[tuple[str, str]]:
     return [(Path(p).stem.replace("_", " ").replace("-", " "), p) for p in ordered]
 
 
-def selectable_dims(projection_info: dict[str, Any]) -> list[int]:
+def selectable_dims(info: ProjectionInfo) -> list[int]:
     """Output dimensions a user may pick at load time (``projection_dim=``); empty for a fixed-dimension fit."""
-    dims = sorted({int(v) for v in projection_info.get("selectable_dims") or []})
+    dims = sorted({int(v) for v in info.selectable_dims or []})
     return dims if len(dims) > 1 else []
+
+
+def _projection_rows(info: ProjectionInfo) -> list[tuple[str, str]]:
+    """The projection table: the record's fields in `PROJECTION_FIELDS`' order, then its corpus and auto mode."""
+    rows = [(label, _fmt(getattr(info, key))) for key, label in PROJECTION_FIELDS.items()
+            if _present(getattr(info, key))]
+    corpus = info.corpus
+    if corpus is not None and _present(corpus.path):
+        rows.append(("corpus", f"`{corpus.path}`"))
+    if corpus is not None and _present(corpus.num_texts):
+        sampled = f" (a seeded sample of {int(corpus.sampled_from):,})" if corpus.sampled_from else ""
+        rows.append(("corpus texts", f"{int(corpus.num_texts):,}{sampled}"))
+    if corpus is not None and _present(corpus.sha256):
+        rows.append(("corpus sha256", f"`{corpus.sha256}`"))
+    return rows + auto_rows(info.auto)
 
 
 def projection_context(model_dir: Path, config: dict[str, Any]) -> dict[str, Any] | None:
     """What the card says about the fitted projection (None when the projection is the identity)."""
-    info = config.get("projection_info") or {}
-    if not info:
+    info = ProjectionInfo.from_config(config)
+    if info is None:
         return None
-    rows = _rows(info, PROJECTION_FIELDS)
-    corpus = info.get("corpus") or {}
-    if _present(corpus.get("path")):
-        rows.append(("corpus", f"`{corpus['path']}`"))
-    if _present(corpus.get("num_texts")):
-        sampled = f" (a seeded sample of {int(corpus['sampled_from']):,})" if corpus.get("sampled_from") else ""
-        rows.append(("corpus texts", f"{int(corpus['num_texts']):,}{sampled}"))
-    if _present(corpus.get("sha256")):
-        rows.append(("corpus sha256", f"`{corpus['sha256']}`"))
-    rows += auto_rows(info.get("auto") or {})
-    method = str(info.get("method") or "")
     return {
-        "method": method,
+        "method": str(info.method or ""),
         "method_text": method_text(info),
-        "rows": rows,
-        "plots": plot_images(model_dir, list(info.get("plots") or [])),
+        "rows": _projection_rows(info),
+        "plots": plot_images(model_dir, list(info.plots or [])),
         "selectable_dims": ", ".join(str(d) for d in selectable_dims(info)),
         "example_dim": min(selectable_dims(info), default=None),
-        "max_dim": info.get("max_dim"),
+        "max_dim": info.max_dim,
     }
 
 
-def auto_rows(auto: dict[str, Any]) -> list[tuple[str, str]]:
+def auto_rows(auto: AutoRecord | None) -> list[tuple[str, str]]:
     """What SpecTemp's auto mode chose at each scored k, and why (its label-free score against the reference's)."""
-    if not auto.get("ks"):
+    if auto is None or not auto.ks:
         return []
     choices = []
-    for k, chosen, route, gamma, score, reference in zip(auto["ks"], auto["chosen"], auto["route"], auto["gamma"],
-                                                         auto["score_chosen"], auto["score_reference"], strict=True):
+    for k, chosen, route, gamma, score, reference in zip(auto.ks, auto.chosen, auto.route, auto.gamma,
+                                                         auto.score_chosen, auto.score_reference, strict=True):
         what = "prefix truncation" if route == "prefix" else f"γ {gamma:.2f} {route}"
         if chosen == "reference":
             what += " (reference rule)"
         elif route != "prefix" and abs(float(chosen.removeprefix("u")) - gamma) > 5e-3:
             what += f" (score's γ {float(chosen.removeprefix('u')):.2f})"
         choices.append(f"{k}: {what}, {score:.3f}" + ("" if chosen == "reference" else f" vs {reference:.3f}"))
-    weight = auto.get("rule_weight", 0.0)
+    weight = auto.rule_weight or 0.0
     weight_text = f"{1 - weight:g} × the score's + {weight:g} × " if weight else "the score's, not "
-    usable = auto.get("pseudo_query_candidates", auto["pseudo_queries"])
-    sample = f", a seeded sample of the {usable:,} usable texts" if usable > auto["pseudo_queries"] else ""
-    cost = f"selection {auto.get('selection_seconds')} s + pseudo-query encoding " \
-           f"{auto.get('pseudo_query_encode_seconds')} s, vs {auto.get('corpus_encode_seconds')} s encoding the corpus"
+    usable = auto.pseudo_query_candidates if auto.pseudo_query_candidates is not None else auto.pseudo_queries
+    sample = f", a seeded sample of the {usable:,} usable texts" if usable > auto.pseudo_queries else ""
+    cost = f"selection {auto.selection_seconds} s + pseudo-query encoding " \
+           f"{auto.pseudo_query_encode_seconds} s, vs {auto.corpus_encode_seconds} s encoding the corpus"
     return [
-        ("auto: texts scored", f"{auto['pseudo_queries']:,}{sample} (pseudo-query = first line or sentence)"),
+        ("auto: texts scored", f"{auto.pseudo_queries:,}{sample} (pseudo-query = first line or sentence)"),
         ("auto: choice per k (score = inverse-cloze + full-dimension-neighbour nDCG@10, vs the reference rule's; "
          f"where the rule's γ is below 1 the γ used is {weight_text}the rule's)",
          "; ".join(choices)),
@@ -313,7 +288,7 @@ def st_module_names(model_dir: Path, config: dict[str, Any], stock: bool) -> str
         modules = json.loads((model_dir / "modules.json").read_text())
         return ", ".join(m["type"].rsplit(".", 1)[-1] for m in modules)
     names = ["Transformer", "Pooling"] + (["Dense"] if config.get("dense_layers") else [])
-    if config.get("projection_info"):
+    if ProjectionInfo.from_config(config) is not None:
         names += ["Normalize", "Dense"] if config.get("normalize_pooled") else ["Dense"]
     if config.get("normalize", True):
         names.append("Normalize")
@@ -373,8 +348,8 @@ def card_context(
             "model with the tokens (InfoNCE with hard negatives). Use this folder as a starting point for training."
         )
     if projection is not None:
-        corpus = ((config.get("projection_info") or {}).get("corpus") or {}).get("path")
-        source = f" on `{corpus}`" if corpus else ""
+        corpus = ProjectionInfo.from_config(config).corpus
+        source = f" on `{corpus.path}`" if corpus is not None and corpus.path else ""
         limitations.append(
             f"The projection was fitted{source}: its mean and spectrum describe that text, and may suit text of a "
             "very different kind less well."
@@ -433,9 +408,9 @@ def card_metadata(config: dict[str, Any]) -> ModelCardData:
     tags = ["sentence-transformers", "feature-extraction", "sentence-similarity", "dumpembed"]
     if config.get("num_dump_tokens"):
         tags.append("dump-tokens")
-    method = (config.get("projection_info") or {}).get("method")
-    if method:
-        tags.append(str(method))
+    info = ProjectionInfo.from_config(config)
+    if info is not None and info.method:
+        tags.append(str(info.method))
     datasets = [d["name"] for d in (config.get("training_info") or {}).get("datasets") or [] if is_hub_dataset(d)]
     return ModelCardData(
         library_name="sentence-transformers",

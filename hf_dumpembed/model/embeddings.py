@@ -27,10 +27,9 @@ class DumpInit(str, Enum):
     TOKEN = "token"
 
 
-# The untrained start that cost the source least in BENCHMARKS.md ("Untrained [DUMP] models"): an exact [SEP] copy
-# for all-MiniLM-L6-v2 (-2.6% vs -26% for the vocabulary mean); for SmolLM2-135M-Instruct, which adds no BOS so
-# the [DUMP] slots sit where the attention sink is, small N(0, 0.02) rows (+0.8%, vs -12.6% for the vocabulary
-# mean and -30% for an EOS copy; PromptEOL, last-token pooling).
+# The untrained start that cost the source least in BENCHMARKS.md ("Untrained [DUMP] models", where the figures
+# are): an exact [SEP] copy for encoders (all-MiniLM-L6-v2); for decoders (SmolLM2-135M-Instruct, which adds no
+# BOS, so the [DUMP] slots sit where the attention sink is) small N(0, 0.02) rows.
 ENCODER_INIT = "sep"
 DECODER_INIT = "normal"
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..remote.configuration_dumpembed import ST_POOLING_MODES
+from ..remote.configuration_dumpembed import POOLING_DESCRIPTIONS, ST_POOLING_MODES
 
 # DumpEmbed pooling -> sentence-transformers Pooling mode, for the modes stock Pooling computes exactly.
 ST_POOLING = {ours: st for ours, st in ST_POOLING_MODES.items() if st is not None}
@@ -20,8 +20,9 @@ def stock_export_blocker(config: Mapping[str, Any]) -> str | None:
     if config.get("prompt_mode") is not None:
         return (f"composes a {config['prompt_mode']!r} prompt inside the model (a data-dependent rewrite of the token "
                 "ids)")
-    if config.get("pooling", "cls") not in ST_POOLING:
-        return "pools with the mean over every token except the [DUMP] slots"
+    pooling = config.get("pooling", "cls")
+    if pooling not in ST_POOLING:
+        return f"pools with the {POOLING_DESCRIPTIONS[pooling]}"
     return None
 
 

@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from .projection_record import ProjectionInfo
+
 CALIBRATION_FILE = "quantization.json"
 FORMAT = "hf_dumpembed.quantization/1"
 PRECISIONS = ("float32", "int8", "uint8", "binary", "ubinary")
@@ -166,10 +168,11 @@ def calibration_problems(folder: str | Path, check_weights: bool = True) -> list
     problems = []
     config = json.loads((folder / "config.json").read_text(encoding="utf-8")) if (folder / "config.json").is_file() \
         else {}
-    info = config.get("projection_info") or {}
-    served = info.get("max_dim") or config.get("projection_dim") or config.get("embedding_size")
-    if info and info.get("selection") is None:
-        outside = [k for k in calibration.dims if k != int(info.get("dim") or 0)]
+    info = ProjectionInfo.from_config(config)
+    served = (info.max_dim if info is not None else None) or config.get("projection_dim") \
+        or config.get("embedding_size")
+    if info is not None and info.selection is None:
+        outside = [k for k in calibration.dims if k != int(info.dim or 0)]
     else:
         outside = [k for k in calibration.dims if served and k > int(served)]
     if outside:

@@ -5,10 +5,10 @@ through the projection recomposed for k (as ``from_pretrained(..., projection_di
 normalisation — give per dimension the int8 range and the binary threshold.
 
 Which statistics: ``scripts/bench/bench_quant_frontier.py`` (BENCHMARKS.md, "Quantized outputs") measured them
-on held-out text in 15 (method, k) settings. The int8 range is the per-dimension min/max (sentence-transformers'
-own rule; the 0.1-2.5 % percentiles were level or lower: mean nDCG@10 0.6401 vs 0.6389-0.6338). The binary
-threshold is 0, the sign (the per-dimension median was lower: 0.4703 vs 0.4754, and 0.6350 vs 0.6552 for the raw
-model). The thresholds are stored all the same, so the file's form does not depend on that choice.
+on held-out text in 15 (method, k) settings (the figures are there). The int8 range is the per-dimension min/max
+(sentence-transformers' own rule; clipping at low percentiles was level or lower). The binary threshold is 0, the
+sign (the per-dimension median was lower). The thresholds are stored all the same, so the file's form does not
+depend on that choice.
 """
 
 from __future__ import annotations

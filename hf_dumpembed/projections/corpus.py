@@ -16,6 +16,7 @@ from .._utils.hashing import update_with_file
 from .._utils.public_paths import public_path
 from ..data.beir import document_text, is_beir_folder, read_jsonl
 from ..data.text_input import read_text_lines
+from ..model.projection_record import CorpusRecord, ProjectionInfo
 
 JSONL_TEXT_FIELDS = ("text", "sentence", "content", "document", "passage")
 
@@ -30,13 +31,15 @@ class Corpus:
     kind: str
     num_source_texts: int
 
-    def provenance(self) -> dict[str, object]:
+    def record(self) -> CorpusRecord:
         """``projection_info["corpus"]``: path, sha256 of the source, texts fitted on (and the sample, if any)."""
-        info: dict[str, object] = {"path": public_path(self.path), "name": Path(self.path).name,
-                                   "sha256": self.sha256, "num_texts": len(self.texts)}
-        if len(self.texts) < self.num_source_texts:
-            info["sampled_from"] = self.num_source_texts
-        return info
+        sampled = self.num_source_texts if len(self.texts) < self.num_source_texts else None
+        return CorpusRecord(path=public_path(self.path), name=Path(self.path).name, sha256=self.sha256,
+                            num_texts=len(self.texts), sampled_from=sampled)
+
+    def provenance(self) -> dict[str, object]:
+        """`record` as a dict."""
+        return self.record().to_dict()
 
 
 def sha256_files(paths: list[Path], root: Path | None = None) -> str:
@@ -130,18 +133,18 @@ def recorded_fit_corpus(model_dir: str | Path) -> Corpus:
     """
     import json
 
-    config = json.loads((Path(model_dir) / "config.json").read_text())
-    recorded = (config.get("projection_info") or {}).get("corpus") or {}
+    info = ProjectionInfo.from_config(json.loads((Path(model_dir) / "config.json").read_text()))
+    recorded = (info.corpus if info is not None else None) or CorpusRecord()
     hint = "pass the texts to use explicitly (a .jsonl/.txt file, a BEIR folder or a saved HF dataset)"
-    if not recorded.get("path"):
+    if not recorded.path:
         raise ValueError(f"{model_dir} records no fit corpus (its projection needs none, or it was never fitted): "
                          f"{hint}.")
-    path = Path(recorded["path"])
+    path = Path(recorded.path)
     if not path.exists():
         raise ValueError(f"{model_dir} was fitted on {path}, which is not here (paths are relative to the working "
                          f"directory it was fitted in): run from there, or {hint}.")
     corpus = read_corpus(path)
-    if recorded.get("sha256") and corpus.sha256 != recorded["sha256"]:
+    if recorded.sha256 and corpus.sha256 != recorded.sha256:
         raise ValueError(f"{path} has changed since {model_dir} was fitted on it (sha256 {corpus.sha256[:12]}..., "
-                         f"recorded {recorded['sha256'][:12]}...): {hint}.")
+                         f"recorded {recorded.sha256[:12]}...): {hint}.")
     return corpus

@@ -7,16 +7,17 @@ from pathlib import Path
 
 from .._utils.console import say
 from ..data.beir import load_beir, write_beir
-from ..data.corpora import build_datasets
+from ..data.corpora import COLLECTION, COLLECTIONS, build_datasets
 from ..evaluation.cached import subsample
 
 logger = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
-# The builder that writes each collection (StdlibCode's also writes StdlibCodeTrain).
-BUILDER_OF = {"StdlibCode": "StdlibCode", "StdlibCodeTrain": "StdlibCode", "ManPages": "ManPages", "PyFAQ": "PyFAQ"}
+# The collections the quickstart knows (all but the long-input set) and the builder that writes each (StdlibCode's
+# also writes StdlibCodeTrain).
+BUILDER_OF = {c.name: c.builder for c in COLLECTIONS if not c.long_inputs}
 # Collections the quickstart cannot run without (read from the local stdlib; no network).
-REQUIRED = ("StdlibCode", "StdlibCodeTrain")
+REQUIRED = tuple(name for name in BUILDER_OF if COLLECTION[name].offline)
 
 
 def is_built(folder: Path) -> bool:

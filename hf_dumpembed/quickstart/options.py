@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, StrictInt
+
+from .._utils.checked import checked_options
+from ..data.corpora import EVAL_COLLECTIONS
+from ..data.corpora import TRAIN_COLLECTION as TRAIN_COLLECTION  # re-exported for the pipeline
 
 # Held-out evaluation collections (never trained or fitted on) and the training collection, built by
 # `hf_dumpembed.data.corpora` (StdlibCode and StdlibCodeTrain from the local CPython stdlib, the others from Debian).
-EVAL_TASKS = ("ManPages", "PyFAQ", "StdlibCode")
-TRAIN_COLLECTION = "StdlibCodeTrain"
+EVAL_TASKS = EVAL_COLLECTIONS
 DEFAULT_REPO_ID = "your-username/minilm-dump4-spectemp"
 
 
@@ -50,7 +56,7 @@ FAST_BUDGET = Budget(
 )
 
 
-@dataclass(frozen=True)
+@checked_options({"num_dump_tokens": "--dump-tokens must be an integer >= 1 (the baseline is K = 0); got {value!r}."})
 class QuickstartOptions:
     """Options of `hf-dumpembed quickstart`.
 
@@ -68,7 +74,7 @@ class QuickstartOptions:
     """
 
     output_dir: Path = Path("hf-dumpembed-quickstart")
-    num_dump_tokens: int = 4
+    num_dump_tokens: Annotated[StrictInt, Field(ge=1)] = 4
     fast: bool = False
     decoder: bool = False
     data_dir: Path | None = None
@@ -79,15 +85,7 @@ class QuickstartOptions:
     budget: Budget | None = None
     eval_tasks: tuple[str, ...] = EVAL_TASKS
     progress: bool = True
-    seed: int = field(default=0)
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.num_dump_tokens, int) or self.num_dump_tokens < 1:
-            raise ValueError(f"--dump-tokens must be an integer >= 1 (the baseline is K = 0); got "
-                             f"{self.num_dump_tokens!r}.")
-        object.__setattr__(self, "output_dir", Path(self.output_dir))
-        if self.data_dir is not None:
-            object.__setattr__(self, "data_dir", Path(self.data_dir))
+    seed: int = 0
 
     @property
     def work_budget(self) -> Budget:

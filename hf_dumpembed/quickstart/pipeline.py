@@ -20,11 +20,13 @@ from .._utils.console import say
 from .._utils.machine import describe_machine, machine_info
 from ..data.assets import default_decoder_path, default_encoder_path
 from ..data.beir import load_beir
+from ..evaluation.results import card_evaluation
 from ..export.stock import export_stock_st
 from ..export.verify import ParityReport, check_load_paths
 from ..model.builder import BuildOptions, build
 from ..model.card import write_card
 from ..model.exportable import stock_exportable
+from ..model.projection_record import ProjectionInfo
 from ..projections.fit import FitOptions, fit_projections
 from ..projections.plots import plots_available
 from ..publishing.hub import push_folder
@@ -257,8 +259,8 @@ def run_quickstart(options: QuickstartOptions | None = None) -> Quickstart:
               lambda: _save_speed(run, rows, run.results, b.speed_texts, out / "speed.json"))
     _load_speed(run.results, out / "speed.json")
     steps.run("card", "Render the model card (projection, training, evaluation)", [f["spectemp"] / "README.md"],
-              lambda: write_card(f["spectemp"], model_id=options.repo_id, results_dir=out / "results",
-                                 results_model=options.repo_id))
+              lambda: write_card(f["spectemp"], model_id=options.repo_id, evaluation=card_evaluation(
+                  out / "results", f["spectemp"], options.repo_id, results_model=options.repo_id)))
     steps.run("verify", "Check AutoModel, SentenceTransformer, MTEB and the stock export agree",
               [f["stock"]] if stock_exportable(f["spectemp"]) else [], run.verify)
     steps.run("push", f"push --dry-run to {options.repo_id}", [f["staging"]], run.push_dry_run)
@@ -322,7 +324,7 @@ def _report(run: Quickstart, steps: StepRunner, wall_seconds: float) -> None:
         shutil.copyfile(plot, out / "plots" / f"spectemp_{plot.name}")
     info = machine_info()
     training = _config(run.folders[f"k{run.k}"]).get("training_info") or {}
-    projection = _config(run.folders["spectemp"]).get("projection_info") or {}
+    projection = ProjectionInfo.from_config(_config(run.folders["spectemp"])) or ProjectionInfo()
     payload = {
         "kind": "quickstart",
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -334,10 +336,10 @@ def _report(run: Quickstart, steps: StepRunner, wall_seconds: float) -> None:
         "training": {"data": TRAIN_COLLECTION, "rows": sum(d.get("num_rows", 0) for d in training.get("datasets", [])),
                      "steps": training.get("steps"), "batch_size": b.batch_size, "max_seq_length": b.max_seq_length,
                      "dump_tokens_on_top": True, "seed": options.seed, "num_negatives": b.num_negatives},
-        "projection": {"method": projection.get("method"), "mode": projection.get("mode"),
-                       "dim": projection.get("dim"), "corpus": TRAIN_COLLECTION,
-                       "num_texts": (projection.get("corpus") or {}).get("num_texts"),
-                       "gamma": projection.get("gamma"), "knee": projection.get("knee")},
+        "projection": {"method": projection.method, "mode": projection.mode,
+                       "dim": projection.dim, "corpus": TRAIN_COLLECTION,
+                       "num_texts": projection.corpus.num_texts if projection.corpus is not None else None,
+                       "gamma": projection.gamma, "knee": projection.knee},
         "skipped_tasks": run.skipped,
         "decoder_rows": [{"name": r.row.name, "label": r.row.label, "dim": r.dim,
                           "texts_per_second": r.texts_per_second,

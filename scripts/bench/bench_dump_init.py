@@ -28,8 +28,10 @@ import torch.nn.functional as F
 from benchmarks import Table, command_line, relative_change, render_table, write_record
 from tqdm.auto import tqdm
 
+from hf_dumpembed.data.corpora import EVAL_COLLECTIONS, TRAIN_COLLECTION
+
 logger = logging.getLogger("bench_dump_init")
-TASKS = ("ManPages", "PyFAQ", "StdlibCode")
+TASKS = EVAL_COLLECTIONS
 ENCODER_POOLINGS = ("cls", "mean", "mean_no_dump")
 SEEDED_INITS = ("mean", "cls", "normal")
 POOLINGS = ENCODER_POOLINGS  # the decoder study (--backbone decoder) pools the last token only
@@ -114,7 +116,7 @@ def sink_token(args: argparse.Namespace, out: Path) -> str:
         from hf_dumpembed.model.builder import BuildOptions, build
 
         folder = build(default_encoder_path(), out / "K0-model", BuildOptions(num_dump_tokens=0), overwrite=True)
-        train = load_beir(Path(args.data_dir) / "StdlibCodeTrain", split="train")
+        train = load_beir(Path(args.data_dir) / TRAIN_COLLECTION, split="train")
         texts = [train.queries[i] for i in sorted(train.queries)[: args.sink_texts]]
         cached.write_text(json.dumps(attention_sinks(folder, texts, max_length=args.max_length, top=20), indent=1))
     sinks = json.loads(cached.read_text())

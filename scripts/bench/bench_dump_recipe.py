@@ -35,8 +35,10 @@ from pathlib import Path
 import torch
 from benchmarks import Table, command_line, relative_change, render_table, write_record
 
+from hf_dumpembed.data.corpora import EVAL_COLLECTIONS, TRAIN_COLLECTION
+
 logger = logging.getLogger("bench_dump_recipe")
-TASKS = ("ManPages", "PyFAQ", "StdlibCode")
+TASKS = EVAL_COLLECTIONS
 # name -> (K, pooling, init, [DUMP] learning rate or None for the run's own)
 VARIANTS = {
     "K0-mean": (0, "mean", "sep", None),
@@ -97,8 +99,8 @@ def run_config(args: argparse.Namespace, variant: str, seed: int, out: Path) -> 
                   "num_dump_tokens": k, "pooling": pooling, "init": init, "init_token": init_token or None,
                   "match_steps": int(match_steps or 0),
                   "init_seed": 0, "max_seq_length": args.max_length + (k if variant in DUMP_ON_TOP else 0)},
-        "data": {"path": str(Path(args.data_dir) / "StdlibCodeTrain"), "format": "beir", "split": "train",
-                 "name": "StdlibCodeTrain", "num_negatives": 1, "max_rows": args.rows or None, "sample_seed": 0,
+        "data": {"path": str(Path(args.data_dir) / TRAIN_COLLECTION), "format": "beir", "split": "train",
+                 "name": TRAIN_COLLECTION, "num_negatives": 1, "max_rows": args.rows or None, "sample_seed": 0,
                  "mining": mining},
         "training": training,
         "seed": seed,

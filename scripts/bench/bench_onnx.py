@@ -47,6 +47,7 @@ from benchmarks import Table, add_output_arguments, command_line, record_only, w
 from hf_dumpembed._utils.machine import machine_info  # noqa: E402
 from hf_dumpembed.data.assets import default_encoder_path  # noqa: E402
 from hf_dumpembed.data.beir import load_beir  # noqa: E402
+from hf_dumpembed.data.corpora import EVAL_COLLECTIONS, TRAIN_COLLECTION  # noqa: E402
 from hf_dumpembed.evaluation.cached import subsample  # noqa: E402
 from hf_dumpembed.evaluation.metrics import retrieval_metrics  # noqa: E402
 from hf_dumpembed.export.onnx import INT8_FILE, ONNX_FILE, OPTIMIZED_FILE, OUTPUT_NAME, export_onnx  # noqa: E402
@@ -59,7 +60,7 @@ SECTION, ORDER, TITLE = ("onnx", 15,
                          "CPU serving: torch vs onnxruntime (fp32, fused, int8) vs OpenVINO (f32, bf16, int8)")
 QUALITY_RUNTIMES = ("onnxruntime int8", "OpenVINO bf16", "OpenVINO int8")
 ISA_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16", "amx_int8")
-COLLECTIONS = ("StdlibCode", "PyFAQ", "ManPages")
+COLLECTIONS = EVAL_COLLECTIONS
 Runner = Callable[[dict[str, np.ndarray]], np.ndarray]
 
 
@@ -242,11 +243,11 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="bench-onnx-"))
     model_dir = args.model or build(default_encoder_path(), work / "k4", BuildOptions(num_dump_tokens=4))
-    train = load_beir(args.data_dir / "StdlibCodeTrain", "train")  # calibration: the training split's both sides
+    train = load_beir(args.data_dir / TRAIN_COLLECTION, "train")  # calibration: the training split's both sides
     calibration = [train.document_text(d) for d in train.corpus] + list(train.queries.values())
     onnx_dir = args.onnx or export_onnx(model_dir, work / "k4-onnx", int8=True, openvino=True,
                                         calibration_texts=calibration,
-                                        calibration_source="StdlibCodeTrain (documents and queries)").out_dir
+                                        calibration_source=f"{TRAIN_COLLECTION} (documents and queries)").out_dir
     inputs = json.loads((onnx_dir / "onnx_export.json").read_text())["inputs"]
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir), trust_remote_code=True)
     runs = runners(Path(model_dir), Path(onnx_dir), args.threads, work)

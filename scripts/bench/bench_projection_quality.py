@@ -34,6 +34,7 @@ from benchmarks import Table, command_line, write_record
 
 from hf_dumpembed._utils.console import say
 from hf_dumpembed.data.beir import document_text, load_beir
+from hf_dumpembed.data.corpora import EVAL_COLLECTIONS, TRAIN_COLLECTION
 from hf_dumpembed.evaluation import retrieval_metrics
 from hf_dumpembed.projections import baselines
 from hf_dumpembed.projections.corpus import read_corpus
@@ -45,8 +46,8 @@ from hf_dumpembed.projections.spectemp import fit_spectemp
 from hf_dumpembed.projections.stats import StreamingStats, eigendecompose
 from hf_dumpembed.remote.modeling_dumpembed import DumpProjection
 
-EVAL_SETS = ("ManPages", "PyFAQ", "StdlibCode")
-FIT_SET = "StdlibCodeTrain"
+EVAL_SETS = EVAL_COLLECTIONS
+FIT_SET = TRAIN_COLLECTION
 DIMS = (384, 256, 128, 64, 32)
 SEEDS = (1999, 5, 2026)
 RATIOS = (1, 2, 4)

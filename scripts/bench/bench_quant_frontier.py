@@ -48,8 +48,11 @@ from hf_dumpembed.evaluation.metrics import metrics_from_results
 from hf_dumpembed.model.quantization import bytes_per_vector
 from hf_dumpembed.projections import calibration
 from hf_dumpembed.projections.corpus import read_corpus
-from hf_dumpembed.projections.fit import FitOptions, PseudoSet, fit_fixed, fit_spectral, load_for_fit
+from hf_dumpembed.projections.fit import FitOptions, load_for_fit
+from hf_dumpembed.projections.methods.common import PseudoSet
+from hf_dumpembed.projections.methods.fixed import fit_fixed
 from hf_dumpembed.projections.pseudo import DEFAULT_MAX_PAIRS, build_pseudo_queries
+from hf_dumpembed.projections.registry import fit_spectral
 from hf_dumpembed.projections.stats import StreamingStats, eigendecompose
 from hf_dumpembed.remote.modeling_dumpembed import DumpProjection
 
@@ -255,8 +258,8 @@ def write(results: dict, fresh: bool) -> None:
         machine = machine_info() | {"load_average": [round(v, 2) for v in results["load_average"]]}
         run_info = {"commands": [command_line()], "machine": machine}
     tables = [frontier_table(results), pareto_table(results), ablation_table(results)]
-    tables[0].caption = ("Mean nDCG@10 over ManPages, PyFAQ and StdlibCode · bytes per vector (one k-dimensional "
-                         "vector of the index):")
+    sets = ", ".join(quality.EVAL_SETS[:-1]) + " and " + quality.EVAL_SETS[-1]
+    tables[0].caption = f"Mean nDCG@10 over {sets} · bytes per vector (one k-dimensional vector of the index):"
     tables[1].caption = "The frontier: each configuration that beats every smaller one (per-set nDCG@10):"
     tables[2].caption = ("Calibration statistics (mean nDCG@10), all measured on the fit corpus: int8 range = "
                          "min/max or the p-th to (100 − p)-th percentile; binary threshold = 0 or the median:")

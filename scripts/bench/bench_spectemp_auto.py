@@ -34,8 +34,9 @@ from hf_dumpembed.projections import baselines
 from hf_dumpembed.projections.auto import DEFAULT_RULE_WEIGHT, UNCENTRED, AutoSelection, choose, select_auto
 from hf_dumpembed.projections.corpus import read_corpus
 from hf_dumpembed.projections.encode import encode_texts
-from hf_dumpembed.projections.fit import auto_reference_curve, load_for_fit
+from hf_dumpembed.projections.fit import load_for_fit
 from hf_dumpembed.projections.linear import LinearMap
+from hf_dumpembed.projections.methods.spectemp import auto_reference_curve
 from hf_dumpembed.projections.plots import plot_gamma, plot_pseudo_scores
 from hf_dumpembed.projections.pseudo import DEFAULT_MAX_PAIRS, build_pseudo_queries
 from hf_dumpembed.projections.stats import StreamingStats, eigendecompose

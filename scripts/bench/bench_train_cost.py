@@ -30,6 +30,8 @@ from pathlib import Path
 import torch
 from benchmarks import Table, command_line, write_record
 
+from hf_dumpembed.data.corpora import TRAIN_COLLECTION
+
 logger = logging.getLogger("bench_train_cost")
 SECTION, ORDER, TITLE = "train-cost", 70, "Training cost: step time K = 4 vs K = 0, and GradCache memory"
 
@@ -199,7 +201,7 @@ def main() -> None:
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--train", default="data/StdlibCodeTrain")
+    parser.add_argument("--train", default=f"data/{TRAIN_COLLECTION}")
     parser.add_argument("--out", default="runs/bench_train_cost")
     parser.add_argument("--json", default=None, help="also write the result here")
     parser.add_argument("--step-json", type=Path, default=Path("runs/bench_train_cost/step9.json"),

@@ -26,8 +26,10 @@ from pathlib import Path
 import torch
 from benchmarks import Table, command_line, relative_change, render_table, write_record
 
+from hf_dumpembed.data.corpora import EVAL_COLLECTIONS, TRAIN_COLLECTION
+
 logger = logging.getLogger("bench_train_quality")
-EVAL_TASKS = ("data/ManPages", "data/PyFAQ", "data/StdlibCode")
+EVAL_TASKS = tuple(f"data/{name}" for name in EVAL_COLLECTIONS)
 PAPER_GAIN = 2.46
 SECTIONS = {"mean": ("train-mean", 50, "Training with [DUMP] tokens"),
             "cls": ("train-cls", 60, "Training with [DUMP] tokens and [CLS] pooling (the paper's encoder pooling)")}
@@ -205,7 +207,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ks", type=int, nargs="+", default=[0, 4])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--train", default="data/StdlibCodeTrain")
+    parser.add_argument("--train", default=f"data/{TRAIN_COLLECTION}")
     parser.add_argument("--tasks", nargs="+", default=list(EVAL_TASKS))
     parser.add_argument("--rows", type=int, default=320, help="training pairs (a fixed seeded subset)")
     parser.add_argument("--batch", type=int, default=32)

@@ -22,16 +22,17 @@ from pathlib import Path
 from benchmarks import Table, command_line, write_record
 
 from hf_dumpembed.data.beir import document_text, load_corpus
+from hf_dumpembed.data.corpora import COLLECTION_NAMES, HELD_OUT, TRAIN_COLLECTION
 from hf_dumpembed.evaluation.report import load_records, summary_table
 
-COLLECTIONS = ("ManPages", "PyFAQ", "StdlibCode", "StdlibCodeTrain", "WikiLong")
-TASKS = ("ManPages", "PyFAQ", "StdlibCode", "WikiLong")
-BASELINE = "K=0 fine-tuned (StdlibCodeTrain, 9 steps)"
+COLLECTIONS = COLLECTION_NAMES
+TASKS = HELD_OUT
+BASELINE = f"K=0 fine-tuned ({TRAIN_COLLECTION}, 9 steps)"
 RENAMES = {
     "local/minilm-mean-base": "all-MiniLM-L6-v2 as DumpEmbed K=0 (untrained)",
     "local/minilm-mean-dump4": "DumpEmbed K=4 (untrained)",
     "local/K0": BASELINE,
-    "local/K4": "K=4 fine-tuned (StdlibCodeTrain, 9 steps)",
+    "local/K4": f"K=4 fine-tuned ({TRAIN_COLLECTION}, 9 steps)",
 }
 EVAL_SECTION = ("eval-local", 90, "Retrieval quality on the local real-text collections (issue 5)")
 ANALYSIS_SECTION = ("analysis", 100, "Token-level analysis ([DUMP] paper Fig. 2; EmbedFilter paper Fig. 1)")

@@ -2,8 +2,24 @@
 
 Each builder reads a local or ``apt-get download``-able source, is deterministic, and writes ``corpus.jsonl``,
 ``queries.jsonl``, ``qrels/<split>.tsv`` and a ``manifest.json`` (source, counts, sha256 of every file).
+``catalog`` names them all (imports nothing); the builders load on first use.
 """
 
-from .registry import BUILDERS, DatasetSummary, build_datasets
+from __future__ import annotations
 
-__all__ = ["BUILDERS", "DatasetSummary", "build_datasets"]
+from ..._utils.lazy import lazy_attributes
+from .catalog import (
+    BUILDER_NAMES,
+    COLLECTION,
+    COLLECTION_NAMES,
+    COLLECTIONS,
+    EVAL_COLLECTIONS,
+    HELD_OUT,
+    TRAIN_COLLECTION,
+    Collection,
+)
+
+_LAZY = {"BUILDERS": "registry", "DatasetSummary": "manifest", "build_datasets": "registry"}
+__all__ = ["BUILDER_NAMES", "COLLECTION", "COLLECTIONS", "COLLECTION_NAMES", "EVAL_COLLECTIONS", "HELD_OUT",
+           "TRAIN_COLLECTION", "Collection", *_LAZY]
+__getattr__ = lazy_attributes(__name__, _LAZY)

@@ -12,6 +12,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from ..beir import write_beir
+from .catalog import BUILDER_NAMES, COLLECTION, Collection
 from .manifest import DatasetSummary, write_manifest
 from .manpages import manpages_pairs
 from .pyfaq import pyfaq_pairs
@@ -25,10 +26,13 @@ MANPAGES_PACKAGE = "manpages-dev"
 PYDOC_PACKAGE = "python3.11-doc"
 
 
-def _write(name: str, out: Path, triple, split: str, source: dict) -> DatasetSummary:
+def _write(collection: Collection, out: Path, triple, source: dict) -> DatasetSummary:
+    """Write ``collection`` (its split; its query, document and use recorded in the manifest's source)."""
     corpus, queries, qrels = triple
     from ..._utils.folders import staged_output
 
+    name, split = collection.name, collection.split
+    source = {**source, "query": collection.query, "document": collection.document, "use": collection.use}
     counts = {"documents": len(corpus), "queries": len(queries), "judgements": sum(len(j) for j in qrels.values())}
     with staged_output(out / name, overwrite=True) as staging:  # a killed build keeps the previous collection
         write_beir(staging, corpus, queries, qrels, split=split)
@@ -39,48 +43,39 @@ def _write(name: str, out: Path, triple, split: str, source: dict) -> DatasetSum
 def build_manpages(out: Path, workdir: Path, apt_update: bool = True) -> list[DatasetSummary]:
     root = apt_extract(MANPAGES_PACKAGE, workdir / "apt-man", update=apt_update)
     source = {"package": MANPAGES_PACKAGE, "version": deb_version(workdir / "apt-man", MANPAGES_PACKAGE),
-              "sections": ["man2", "man3"], "query": "NAME one-liner", "document": "DESCRIPTION section",
-              "use": "evaluation"}
-    return [_write("ManPages", out, manpages_pairs(root / "usr/share/man"), "test", source)]
+              "sections": ["man2", "man3"]}
+    return [_write(COLLECTION["ManPages"], out, manpages_pairs(root / "usr/share/man"), source)]
 
 
 def build_pyfaq(out: Path, workdir: Path, apt_update: bool = True) -> list[DatasetSummary]:
     root = apt_extract(PYDOC_PACKAGE, workdir / "apt-pydoc", update=apt_update)
     source = {"package": PYDOC_PACKAGE, "version": deb_version(workdir / "apt-pydoc", PYDOC_PACKAGE),
-              "files": "html/_sources/faq/*.rst.txt", "query": "FAQ question", "document": "answer",
-              "use": "evaluation"}
-    return [_write("PyFAQ", out, pyfaq_pairs(root), "test", source)]
+              "files": "html/_sources/faq/*.rst.txt"}
+    return [_write(COLLECTION["PyFAQ"], out, pyfaq_pairs(root), source)]
 
 
 def build_stdlib_code(out: Path, workdir: Path, apt_update: bool = True) -> list[DatasetSummary]:
     root = stdlib_root()
     splits = split_stdlib(collect_functions(root), test_queries=500, test_documents=3000, train_pairs=4000, seed=0)
-    common = {"python": platform.python_version(), "stdlib": str(root), "seed": 0,
-              "query": "docstring first paragraph", "document": "function source without its docstring"}
+    common = {"python": platform.python_version(), "stdlib": str(root), "seed": 0}
+    test, train = COLLECTION["StdlibCode"], COLLECTION["StdlibCodeTrain"]
     return [
-        _write("StdlibCode", out, splits.test, "test",
-               {**common, "use": "evaluation", "modules": splits.test_modules,
-                "disjoint_from": "StdlibCodeTrain"}),
-        _write("StdlibCodeTrain", out, splits.train, "train",
-               {**common, "use": "training and projection fitting only", "modules": splits.train_modules,
-                "disjoint_from": "StdlibCode"}),
+        _write(test, out, splits.test, {**common, "modules": splits.test_modules, "disjoint_from": train.name}),
+        _write(train, out, splits.train, {**common, "modules": splits.train_modules, "disjoint_from": test.name}),
     ]
 
 
 def build_wikilong(out: Path, workdir: Path, apt_update: bool = True) -> list[DatasetSummary]:
     dump, version = gensim_wiki_dump(workdir / "gensim")
-    source = {"package": "gensim", "version": version, "file": dump.name,
-              "query": "lead sentence", "document": "rest of the article", "use": "evaluation (long inputs)"}
-    return [_write("WikiLong", out, wikilong_pairs(dump), "test", source)]
+    source = {"package": "gensim", "version": version, "file": dump.name}
+    return [_write(COLLECTION["WikiLong"], out, wikilong_pairs(dump), source)]
 
 
 Builder = Callable[[Path, Path, bool], list[DatasetSummary]]
-BUILDERS: dict[str, Builder] = {
-    "ManPages": build_manpages,
-    "PyFAQ": build_pyfaq,
-    "StdlibCode": build_stdlib_code,  # also writes StdlibCodeTrain
-    "WikiLong": build_wikilong,
-}
+# Builder name (a `Collection.builder`) -> the function; build_stdlib_code writes StdlibCode and StdlibCodeTrain.
+_FUNCTIONS: dict[str, Builder] = {"ManPages": build_manpages, "PyFAQ": build_pyfaq, "StdlibCode": build_stdlib_code,
+                                  "WikiLong": build_wikilong}
+BUILDERS: dict[str, Builder] = {name: _FUNCTIONS[name] for name in BUILDER_NAMES}
 
 
 def build_datasets(out: str | Path, names: Sequence[str] | None = None) -> list[DatasetSummary]:

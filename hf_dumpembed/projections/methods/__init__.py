@@ -1,0 +1,1 @@
+"""One fitter per projection method; `hf_dumpembed.projections.registry` binds each method name to its fitter."""
