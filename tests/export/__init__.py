@@ -1,0 +1,1 @@
+"""Tests of hf_dumpembed/export/ (hf_dumpembed/export.py for cli), one file per module."""

@@ -1,0 +1,1 @@
+"""Integration on the real models shipped by PyPI packages."""

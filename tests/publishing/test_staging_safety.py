@@ -1,0 +1,309 @@
+"""push stages only verified regular files of the folder: no links out, no special files, safetensors by header,
+training/ by allowlist, no credentials (fault injection on a copy of a built folder; the static checks run
+without loading the model, the push-level cases stop before any request)."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from pathlib import Path
+
+import pytest
+
+from hf_dumpembed.publishing.checks import FolderKind, FolderReport, PublishRefused, stage_files, static_checks
+from hf_dumpembed.publishing.hub import push_folder
+from hf_dumpembed.publishing.staging_safety import content_problem, safetensors_problem, scan_folder
+from tests.support.card_fixtures import add_training_metadata, copy_model
+
+HF_TOKEN_LIKE = "hf_" + "aB3dE5gH7jK9mN1pQ3sT5vX7zA9cE1gI3k"
+PRIVATE_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n"
+
+
+@pytest.fixture
+def folder(bert_dump_model, tmp_path) -> Path:
+    out = copy_model(bert_dump_model, tmp_path / "model")
+    add_training_metadata(out)
+    return out
+
+
+def _problems(folder: Path) -> str:
+    report = FolderReport(folder=folder, kind=FolderKind.DUMPEMBED)
+    static_checks(folder, report)
+    return "\n".join(report.problems)
+
+
+def test_a_clean_folder_passes_the_file_checks(folder):
+    report = FolderReport(folder=folder, kind=FolderKind.DUMPEMBED)
+    static_checks(folder, report)
+    assert not [p for p in report.problems if "card" not in p and "README" not in p]
+    assert any("regular file inside the folder" in line for line in report.passed)
+
+
+@pytest.mark.parametrize("name", ["vocab.txt", "training/config.yaml", "extra.safetensors", "plots/x.png"])
+def test_symlinks_out_of_the_folder_are_refused(folder, tmp_path, name):
+    secret = tmp_path / "outside.txt"
+    secret.write_text("private notes of the author\n")
+    link = folder / name
+    link.parent.mkdir(exist_ok=True)
+    link.unlink(missing_ok=True)
+    link.symlink_to(secret)
+    problems = _problems(folder)
+    assert f"{name} is a symbolic link (to a path outside the folder)" in problems
+    assert name not in scan_folder(folder).files
+
+
+def test_a_symlinked_folder_is_refused_and_not_followed(folder, tmp_path):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "config.yaml").write_text("secret: 1\n")
+    os.rename(folder / "training", tmp_path / "training-moved")
+    (folder / "training").symlink_to(outside, target_is_directory=True)
+    assert "training is a symbolic link" in _problems(folder)
+    assert not any(f.startswith("training/") for f in scan_folder(folder).files)
+
+
+def test_hard_links_to_outside_files_are_refused(folder, tmp_path):
+    secret = tmp_path / "token.json"
+    secret.write_text(json.dumps({"note": "a file from elsewhere"}))
+    (folder / "training" / "environment.json").unlink()
+    os.link(secret, folder / "training" / "environment.json")
+    assert "training/environment.json is a hard link shared with 1 file(s) outside the folder" in _problems(folder)
+
+
+def test_special_files_are_refused(folder):
+    os.mkfifo(folder / "training" / "data_files.json")
+    assert "training/data_files.json is not a regular file" in _problems(folder)
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        (b"not a safetensors file at all", "header length"),
+        (struct.pack("<Q", 5) + b"{bad}", "not UTF-8 JSON"),
+        (struct.pack("<Q", 2) + b"{}" + b"\x80\x04pickle", "cover 0 of the 8 data bytes"),
+    ],
+)
+def test_safetensors_are_checked_by_header_not_by_name(folder, payload, message):
+    (folder / "extra.safetensors").write_bytes(payload)
+    assert "extra.safetensors: " in _problems(folder) and message in _problems(folder)
+
+
+def _safetensors(header: dict, data: bytes) -> bytes:
+    raw = json.dumps(header).encode()
+    return struct.pack("<Q", len(raw)) + raw + data
+
+
+F32 = {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        (b"short", "shorter than the 8-byte safetensors header length"),
+        (struct.pack("<Q", 2) + b"[]", "its header is not a JSON object"),
+        (_safetensors({"__metadata__": {"a": 1}}, b""), "its __metadata__ is not a string map"),
+        # Both accepted by safetensors.safe_open: an entry with more than dtype/shape/data_offsets (header text
+        # outside the scanned __metadata__) and a dtype this package does not know.
+        (_safetensors({"x": {**F32, "note": "hf_smuggled"}}, bytes(4)), "tensor 'x' has no dtype/shape/data_offsets"),
+        (_safetensors({"x": {**F32, "dtype": "F4", "shape": [8]}}, bytes(4)), "tensor 'x' has an unknown dtype 'F4'"),
+        (_safetensors({"x": {**F32, "shape": [True]}}, bytes(4)), "tensor 'x' has a malformed shape [True]"),
+        (_safetensors({"x": {**F32, "data_offsets": [0, 8]}}, bytes(4)), "data offsets [0, 8] outside the 4-byte"),
+        (_safetensors({"x": {**F32, "data_offsets": [0, 8]}}, bytes(8)), "tensor 'x': 8 bytes for shape [1] of F32"),
+        (_safetensors({"x": F32}, bytes(8)), "its tensors cover 4 of the 8 data bytes"),
+    ],
+)
+def test_safetensors_headers_are_checked_field_by_field(tmp_path, payload, message):
+    """Each header field is checked from the header bytes alone (no tensor data is read), each refusal named."""
+    path = tmp_path / "x.safetensors"
+    path.write_bytes(payload)
+    with path.open("rb") as handle:
+        problem = safetensors_problem(handle, len(payload))
+    assert problem is not None and message in problem
+
+
+def test_truncated_weights_are_refused_statically(folder):
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    assert "model.safetensors: " in _problems(folder)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("training/notes.txt", b"todo", "training/notes.txt is not one of the training side files"),
+        ("training/model.pt.bak", b"\x80\x04\x95pickle", "training/model.pt.bak is not one of the training side"),
+        ("training/sub/config.yaml", b"a: 1\n", "training/sub/config.yaml is not one of the training side files"),
+        ("training/config.yaml", b"\x80\x04\x95pickle", "training/config.yaml is a pickle"),
+        ("training/environment.json", b"{not json", "training/environment.json is not valid JSON"),
+        ("training/config.yaml", b"a: [1\n", "training/config.yaml is not valid YAML"),
+        ("plots/spectrum.png", b"GIF89a", "plots/spectrum.png is named .png but is not a PNG"),
+        ("vocab.txt", b"\xff\xfe\x00bad", "vocab.txt is not UTF-8 text"),
+    ],
+)
+def test_files_are_checked_by_name_and_content_type(folder, name, content, message):
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
+    assert message in _problems(folder)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "kind"),
+    [
+        ("training/environment.json", json.dumps({"token": HF_TOKEN_LIKE}), "Hugging Face Token"),
+        ("training/config.yaml", f"hub_token: {HF_TOKEN_LIKE}\n", "Hugging Face Token"),
+        ("README.md", None, "Private Key"),
+        ("tokenizer_config.json", None, "GitHub Token"),
+        ("training/config.yaml", 'api_key: "s3cr3t-value-123"\n', "Secret Keyword"),
+    ],
+)
+def test_nothing_that_looks_like_a_credential_is_staged(folder, name, content, kind):
+    path = folder / name
+    if content is None:
+        extra = PRIVATE_KEY if kind == "Private Key" else "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+        content = path.read_text() + ("\n" + extra if name.endswith(".md") else "")
+        if name.endswith(".json"):
+            content = json.dumps({**json.loads(path.read_text()), "note": extra})
+    path.write_text(content)
+    problems = _problems(folder)
+    assert f"{name} contains what looks like a credential (line " in problems
+    assert f": {kind}" in problems
+    assert HF_TOKEN_LIKE not in problems and "ghp_" not in problems  # the secret itself is never printed
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "Secret Keyword in text"),
+        ("password: correct-horse-battery", "Secret Keyword in text"),
+        ("Stripe live key sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc", "Stripe Access Key"),
+        ("slack webhook https://hooks.slack.com/services/T000/B000/" + "XXXXXXXXXXXXXXXXXXXXXXXX", "Slack Token"),
+    ],
+)
+def test_secrets_in_forms_the_old_patterns_missed_are_found_by_file_and_line(folder, line, kind):
+    """Fails on main (its home-made patterns missed unquoted assignments in a card and other vendors' keys):
+    detect-secrets scans every text file and the report names the file and the line."""
+    card = folder / "README.md"
+    lines = card.read_text().splitlines()
+    card.write_text("\n".join([*lines, line]) + "\n")
+    problems = _problems(folder)
+    assert f"README.md contains what looks like a credential (line {len(lines) + 1}: {kind}" in problems
+    assert line.split()[-1] not in problems
+
+
+def test_a_card_of_the_package_itself_has_no_false_positive(folder):
+    """The folder as built (card with sha256 hashes, vocabulary, remote code) is not refused for credentials."""
+    assert "credential" not in _problems(folder)
+
+
+def test_a_secret_in_safetensors_metadata_is_refused(folder):
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    save_file({"x": np.zeros(2, dtype=np.float32)}, str(folder / "extra.safetensors"), {"token": HF_TOKEN_LIKE})
+    problems = _problems(folder)
+    assert "extra.safetensors's header metadata (one key: value a line) contains what looks like a credential " \
+           "(line 1: Hugging Face Token)" in problems
+    assert HF_TOKEN_LIKE not in problems
+
+
+def test_push_refuses_a_link_out_before_any_request(folder, tmp_path, monkeypatch):
+    secret = tmp_path / "id_rsa"
+    secret.write_text(PRIVATE_KEY)
+    (folder / "training" / "config.yaml").unlink()
+    (folder / "training" / "config.yaml").symlink_to(secret)
+    with pytest.raises(PublishRefused, match="training/config.yaml is a symbolic link"):
+        push_folder(folder, "acme/tiny-dump", dry_run=True, staging_dir=tmp_path / "stage")
+    assert not (tmp_path / "stage" / "training" / "config.yaml").exists()
+
+
+def test_staging_refuses_a_file_swapped_after_the_check(folder, tmp_path):
+    verified = scan_folder(folder).files
+    (folder / "training" / "config.yaml").unlink()
+    (folder / "training" / "config.yaml").symlink_to(tmp_path / "elsewhere")
+    (tmp_path / "elsewhere").write_text("swapped in after the check\n")
+    with pytest.raises(OSError):
+        stage_files(folder, sorted(verified), tmp_path / "stage", verified)
+    assert not (tmp_path / "stage" / "training" / "config.yaml").exists()
+
+
+def test_a_kept_staging_folder_shares_no_inode_with_the_model(folder, tmp_path):
+    verified = scan_folder(folder).files
+    stage_files(folder, sorted(verified), tmp_path / "stage", verified, link_weights=False)
+    assert (folder / "model.safetensors").stat().st_nlink == 1
+    assert scan_folder(folder).problems == []
+
+
+def test_header_checker_accepts_real_safetensors(folder):
+    path = folder / "model.safetensors"
+    with path.open("rb") as handle:
+        assert safetensors_problem(handle, path.stat().st_size) is None
+    assert content_problem("config.json", (folder / "config.json").read_bytes()) is None
+
+
+def test_only_the_code_auto_map_names_is_staged(folder):
+    """Fails on main (any top-level *.py was allowed): a Python file auto_map does not name is a stray file."""
+    (folder / "helpers.py").write_text("print('not named by auto_map')\n")
+    assert "stray files that do not belong in a published model: helpers.py" in _problems(folder)
+
+
+def test_an_edited_remote_file_is_refused_unless_trusted(folder):
+    """Fails on main (the remote code was never compared with the package's): refused by default, accepted with
+    trust_remote_code=True."""
+    modeling = folder / "modeling_dumpembed.py"
+    modeling.write_text(modeling.read_text() + "\nEXTRA = 1\n")
+    assert "modeling_dumpembed.py differs from every version of hf_dumpembed's" in _problems(folder)
+    report = FolderReport(folder=folder, kind=FolderKind.DUMPEMBED)
+    static_checks(folder, report, trust_remote_code=True)
+    assert not any("hf_dumpembed's own" in p for p in report.problems)
+    assert any("published as trusted" in line for line in report.passed)
+
+
+def _rewrite_weights(folder: Path, edit) -> None:
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(str(folder / "model.safetensors"))
+    edit(tensors)
+    save_file(tensors, str(folder / "model.safetensors"), {"format": "pt"})
+
+
+def test_weights_hold_exactly_the_models_tensors(folder):
+    """Fails on main (only headers were read): an extra tensor, a misshapen one and a NaN one are refused by the
+    data safetensors.safe_open reads, compared with the model's state dict."""
+    import torch
+
+    def edit(tensors):
+        tensors["smuggled.data"] = torch.zeros(4)
+        tensors["projection.mean"] = torch.zeros(3)
+        tensors["projection.matrix"] = tensors["projection.matrix"].clone()
+        tensors["projection.matrix"][0, 0] = float("nan")
+
+    _rewrite_weights(folder, edit)
+    problems = _problems(folder)
+    assert "model.safetensors holds tensors the model does not have: smuggled.data" in problems
+    assert "model.safetensors: tensor projection.mean has shape [3], the model's is [32]: config.json and" in problems
+    assert "model.safetensors: tensor projection.matrix holds NaN or infinite values" in problems
+
+
+def test_a_missing_tensor_and_an_extra_weights_file_are_refused(folder):
+    """Fails on main (every valid *.safetensors was accepted): only the files the model loads, with all its
+    tensors."""
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    _rewrite_weights(folder, lambda tensors: tensors.pop("projection.mean"))
+    save_file({"x": np.zeros(2, dtype=np.float32)}, str(folder / "adapter.safetensors"))
+    problems = _problems(folder)
+    assert "adapter.safetensors is not a weights file the model loads (it loads model.safetensors)" in problems
+    assert "model.safetensors: the model's tensors projection.mean are in no weights file" in problems
+
+
+@pytest.mark.parametrize("where", ["inside", "equal"])
+def test_a_stage_dir_inside_the_model_folder_is_refused(folder, where):
+    """Fails on main (push staged into the folder it promised not to modify): refused, the folder unchanged."""
+    before = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))
+    stage = folder / "stage" if where == "inside" else folder
+    with pytest.raises(ValueError, match="inside the model folder"):
+        push_folder(folder, "acme/tiny-dump", dry_run=True, staging_dir=stage)
+    assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")) == before

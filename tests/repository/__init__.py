@@ -1,0 +1,1 @@
+"""Checks of the repository itself: layout, docs, set-up, benchmarks records, the public API."""

@@ -1,0 +1,299 @@
+"""BENCHMARKS.md as a generated file: records, validation, rendering, --check, the quickstart section."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts" / "bench"))  # the renderer is repository tooling, not part of the package
+
+from benchmarks import (  # noqa: E402
+    Table,
+    add_command,
+    check,
+    format_cell,
+    load_record,
+    load_records,
+    render,
+    render_section,
+    write_record,
+)
+
+from hf_dumpembed.cli import main  # noqa: E402
+
+MACHINE = {"cpu": "Test CPU", "cores": 2, "memory_gib": 8.0, "device": "cpu", "python": "3.11.7", "platform": "x",
+           "libraries": {"torch": "2.13.0", "transformers": "5.24.0", "sentence-transformers": "6.2.0"},
+           "torch_threads": 2}
+
+
+def small_record(**changes) -> dict:
+    record = {
+        "section": "demo", "order": 10, "title": "Demo throughput", "date": "2026-11-30",
+        "machine": "2 CPU cores, shared; no GPU",
+        "commands": ["python scripts/bench/demo.py --repeats 3"],
+        "setup": "Text: three sentences.",
+        "tables": [{"caption": "Speed:", "columns": ["model", "median s", "ratio", "repeats s", "score"],
+                    "rows": [["a", 1.23456, 1.0, [1.2, 1.25, 1.3], {"mean": 0.5, "std": 0.01}],
+                             ["b", 2.5, 2.025, [2.4, 2.5], None]],
+                    "formats": {"median s": 2, "ratio": "+.1%", "repeats s": 1, "score": 3},
+                    "notes": "b is slower."}],
+        "reading": "a is faster.",
+    }
+    record.update(changes)
+    return record
+
+
+def write(folder: Path, payload: dict, name: str | None = None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name or payload.get('section', 'quickstart')}.json"
+    path.write_text(json.dumps(payload, ensure_ascii=False))
+    return path
+
+
+def test_small_record_renders_exactly(tmp_path: Path) -> None:
+    record = load_record(write(tmp_path, small_record()))
+    assert render_section(record) == """\
+## Demo throughput
+
+Date: 2026-11-30. Machine: 2 CPU cores, shared; no GPU.
+
+Text: three sentences.
+
+```bash
+python scripts/bench/demo.py --repeats 3
+```
+
+Speed:
+
+| model | median s | ratio | repeats s | score |
+|---|---|---|---|---|
+| a | 1.23 | +100.0% | 1.2, 1.2, 1.3 | 0.500 ± 0.010 |
+| b | 2.50 | +202.5% | 2.4, 2.5 |  |
+
+b is slower.
+
+Reading: a is faster.
+"""
+
+
+def test_cells_and_machine_dicts(tmp_path: Path) -> None:
+    assert format_cell(1234567, ",") == "1,234,567"
+    assert format_cell(0.12345, 4) == "0.1235"
+    assert format_cell("–") == "–"
+    assert format_cell(None) == ""
+    assert format_cell(3) == "3"
+    record = load_record(write(tmp_path, small_record(machine=MACHINE)))
+    assert "Machine: Test CPU, 2 cores, 8 GiB, cpu; torch 2.13.0, transformers 5.24.0" in render_section(record)
+
+
+def test_sections_render_in_order_with_intro(tmp_path: Path) -> None:
+    write(tmp_path, small_record(section="late", order=20, title="Late"))
+    write(tmp_path, small_record(section="early", order=5, title="Early"))
+    text = render(load_records(tmp_path))
+    assert text.startswith("# Benchmarks\n\nEvery figure here was measured")
+    assert text.index("## Early") < text.index("## Late")
+    assert text == render(load_records(tmp_path))  # deterministic
+
+
+@pytest.mark.parametrize(("change", "field", "words"), [
+    ({"title": None}, "title", "must be str"),
+    ({"date": "30/11/2026"}, "date", "YYYY-MM-DD"),
+    ({"date": "2026-11-30T10:00"}, "date", "YYYY-MM-DD"),
+    ({"commands": []}, "commands", "non-empty"),
+    ({"order": "1"}, "order", "must be int"),
+    ({"order": True}, "order", "must be int"),
+    ({"section": "other"}, "section", "file name"),
+    ({"colour": "red"}, "colour", "not a record field"),
+    ({"tables": [{"columns": ["a", "b"], "rows": [[1]]}]}, "tables[0].rows[0]", "2 cells"),
+    ({"tables": [{"columns": ["a"], "rows": [[{"x": 1}]]}]}, "tables[0].rows[0] (a)", "must be a string"),
+    ({"tables": [{"columns": ["a"], "rows": [], "formats": {"b": 2}}]}, "tables[0].formats.b", "names no column"),
+    ({"tables": [{"columns": ["a"], "rows": [], "formats": {"a": "q!"}}]}, "tables[0].formats.a", "not a valid"),
+])
+def test_validation_errors_name_file_and_field(tmp_path: Path, change: dict, field: str, words: str) -> None:
+    payload = small_record()
+    payload.update(change)
+    if change.get("title", "") is None:
+        del payload["title"]
+        words = "is missing"
+    path = write(tmp_path, payload, name="demo")
+    with pytest.raises(ValueError) as error:
+        load_record(path)
+    assert str(path) in str(error.value)
+    assert f"field {field!r}" in str(error.value)
+    assert words in str(error.value)
+
+
+def test_duplicate_order_and_bad_json_are_errors(tmp_path: Path) -> None:
+    write(tmp_path, small_record(section="one"))
+    write(tmp_path, small_record(section="two"))
+    with pytest.raises(ValueError, match="same order 10"):
+        load_records(tmp_path)
+    (tmp_path / "two.json").write_text("{not json")
+    with pytest.raises(ValueError, match="two.json: not valid JSON"):
+        load_records(tmp_path)
+
+
+def test_check_catches_a_hand_edit_through_the_cli(tmp_path: Path) -> None:
+    records = tmp_path / "results"
+    write(records, small_record())
+    out = tmp_path / "BENCHMARKS.md"
+    main(["report", "--benchmarks", str(records), "--out", str(out)])
+    main(["report", "--benchmarks", str(records), "--out", str(out), "--check"])  # passes: fresh render
+    out.write_text(out.read_text().replace("| a | 1.23 |", "| a | 1.20 |"))
+    with pytest.raises(SystemExit) as error:
+        main(["report", "--benchmarks", str(records), "--out", str(out), "--check"])
+    assert "is not the render" in str(error.value) and "+| a | 1.20 |" in str(error.value)
+    with pytest.raises(SystemExit, match="--check goes with --benchmarks"):
+        main(["report", str(records), "--check"])
+
+
+def test_write_record_keeps_the_prose_and_replaces_tables(tmp_path: Path) -> None:
+    write(tmp_path, small_record())
+    table = Table(columns=["model", "median s"], rows=[["a", 0.9]], formats={"median s": 2})
+    write_record("demo", tables=[table], directory=tmp_path, command="python scripts/bench/demo.py --repeats 5",
+                 replaces="python scripts/bench/demo.py")
+    record = load_record(tmp_path / "demo.json")
+    assert record.tables == [table]
+    assert record.reading == "a is faster." and record.setup == "Text: three sentences."
+    assert record.commands == ["python scripts/bench/demo.py --repeats 5"]
+    assert record.date == "2026-11-30" and record.machine == "2 CPU cores, shared; no GPU"
+    with pytest.raises(ValueError, match="give title, commands, machine, order"):
+        write_record("new", tables=[table], directory=tmp_path)
+    assert add_command(["a 1", "b"], "a 2", replaces="a ") == ["a 2", "b"]
+    assert add_command(["a 1", "b"], "c") == ["a 1", "b", "c"]
+
+
+def quickstart_summary() -> dict:
+    """Shaped like hf_dumpembed.quickstart's summary.json (extra keys such as folder/all_scores are ignored)."""
+    return {
+        "kind": "quickstart", "date": "2026-11-30T14:05:09+00:00", "machine": MACHINE,
+        "command": "hf-dumpembed quickstart --fast --decoder", "mode": "fast", "wall_seconds": 151.4,
+        "training": {"data": "data/StdlibCodeTrain", "rows": 64, "steps": 4, "batch_size": 16, "max_seq_length": 128,
+                     "seed": 0, "num_negatives": 0},
+        "projection": {"method": "spectemp", "dim": 128, "corpus": "data/StdlibCodeTrain", "num_texts": 512},
+        "tasks": ["PyFAQ", "StdlibCode"], "skipped_tasks": {"ManPages": "not built"},
+        "rows": [
+            {"name": "k0", "label": "MiniLM K=0", "folder": "x", "dim": 384, "texts_per_second": 212.6,
+             "scores": {"PyFAQ": 0.8, "StdlibCode": 0.6}, "mean": 0.7, "all_scores": {}},
+            {"name": "k4", "label": "MiniLM K=4", "dim": 384, "texts_per_second": 200.4,
+             "scores": {"PyFAQ": 0.77, "StdlibCode": 0.63}, "mean": 0.7},
+            {"name": "spectemp", "label": "[DUMP] + SpecTemp k=128", "dim": 128, "texts_per_second": None,
+             "scores": {"PyFAQ": 0.85, "StdlibCode": None}, "mean": None},
+        ],
+        "decoder_rows": [
+            {"name": "decoder", "label": "SmolLM2 PromptEOL", "dim": 576, "texts_per_second": 2.5,
+             "scores": {"PyFAQ": 0.25}},
+            {"name": "embedfilter", "label": "SmolLM2 PromptEOL + EmbedFilter τ=2", "dim": 288,
+             "texts_per_second": 2.5, "scores": {"PyFAQ": 0.35}},
+        ],
+        "steps": [{"name": "train K=4", "seconds": 61.25, "skipped": False},
+                  {"name": "evaluate", "seconds": 0.0, "skipped": True}],
+    }
+
+
+def test_quickstart_summary_renders_first(tmp_path: Path) -> None:
+    write(tmp_path, small_record())
+    write(tmp_path, quickstart_summary(), name="quickstart")
+    text = render(load_records(tmp_path))
+    assert text.index("## Quickstart") < text.index("## Demo throughput")
+    section = text[text.index("## Quickstart"):text.index("## Demo throughput")]
+    assert "Date: 2026-11-30. Machine: Test CPU, 2 cores" in section
+    assert "```bash\nhf-dumpembed quickstart --fast --decoder\n```" in section
+    assert "| model | dim | PyFAQ | StdlibCode | mean | vs MiniLM K=0 | texts/s |" in section
+    assert "| MiniLM K=0 | 384 | 0.8000 | 0.6000 | 0.7000 |  | 213 |" in section
+    assert "| MiniLM K=4 | 384 | 0.7700 | 0.6300 | 0.7000 | +0.00% | 200 |" in section
+    assert "| [DUMP] + SpecTemp k=128 | 128 | 0.8500 |  |  |  |  |" in section
+    assert "| model | dim | PyFAQ | mean | vs SmolLM2 PromptEOL | texts/s |" in section
+    assert "| SmolLM2 PromptEOL + EmbedFilter τ=2 | 288 | 0.3500 | 0.3500 | +40.00% | 2 |" in section
+    assert "| train K=4 | 61.2 | no |" in section and "| evaluate | 0.0 | yes (saved output reused) |" in section
+    assert "64 pairs of `data/StdlibCodeTrain`, 0 mined hard negative(s) per pair, 4 steps at batch 16" in section
+    assert "Skipped: ManPages (not built)." in section
+    assert "max length 128, seed 0" in section  # an older summary: max_seq_length counted the [DUMP] tokens too
+
+
+def test_quickstart_summary_says_when_the_dump_tokens_come_on_top_of_the_text(tmp_path: Path) -> None:
+    summary = quickstart_summary()
+    summary["training"]["dump_tokens_on_top"] = True
+    write(tmp_path, summary, name="quickstart")
+    assert "max length 128 text tokens (+ K [DUMP] tokens), seed 0" in render(load_records(tmp_path))
+
+
+def test_quickstart_summary_errors_name_the_field(tmp_path: Path) -> None:
+    summary = quickstart_summary()
+    del summary["training"]["steps"]
+    path = write(tmp_path, summary, name="quickstart")
+    with pytest.raises(ValueError, match=r"quickstart.json: field 'training.steps' is missing"):
+        load_record(path)
+    summary = quickstart_summary()
+    summary["rows"][0]["scores"]["PyFAQ"] = "high"
+    path = write(tmp_path, summary, name="quickstart")
+    with pytest.raises(ValueError, match=r"field 'rows\[0\].scores.PyFAQ' must be a number"):
+        load_record(path)
+
+
+def test_committed_benchmarks_md_is_the_render_of_the_committed_records() -> None:
+    check(ROOT / "scripts" / "bench" / "results", ROOT / "BENCHMARKS.md")
+
+
+def bench_script(name: str):
+    """A scripts/bench/ module (they are scripts, not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_scripts_derive_tables_from_raw_results() -> None:
+    cost = bench_script("bench_train_cost")
+    memory = cost.memory_table([
+        {"loss": "plain", "step_peak_added_mib": 4000.0}, {"loss": "cached mbs=8", "step_peak_added_mib": 500.0},
+        {"loss": "cached mbs=128", "step_peak_added_mib": 1000.0}])
+    assert [row[1:] for row in memory.rows] == [["–", 4000.0, 1.0], [128, 1000.0, 0.25], [8, 500.0, 0.125]]
+    step = cost.step_table({"models": {
+        "0": {"median_s": 10.0, "median_paired_ratio": 1.0, "paired_ratios": [1.0, 1.0], "goal": 1.0},
+        "4": {"median_s": 11.0, "median_paired_ratio": 1.05, "paired_ratios": [0.9, 1.2], "goal": 1.08}}})
+    assert step.rows[1] == ["all-MiniLM-L6-v2 K = 4", 11.0, 1.05, "0.90–1.20", 1.08] and step.rows[0][3] is None
+
+    quality = bench_script("bench_train_quality")
+    runs = {f"K{k}-seed{s}": {"k": k, "seed": s, "path": f"r/K{k}-seed{s}", "steps": 9} for k in (0, 4) for s in (0, 1)}
+    metrics = {f"K{k}-seed{s}|T": {"ndcg_at_10": 0.5 + 0.1 * s + (0.01 if k else 0)} for k in (0, 4) for s in (0, 1)}
+    table = quality.table(runs, metrics, ["data/T"], [0, 4])
+    assert table.columns[3] == "T"
+    assert table.rows[0][:3] == ["K=0 fine-tuned", 2, 9] and table.rows[0][-1] == 0.0
+    assert table.rows[1][3]["mean"] == pytest.approx(0.56) and table.rows[1][-1] == pytest.approx(0.01 / 0.55)
+
+    projection = bench_script("bench_projection_quality")
+    rows = [{"method": "full dimension (baseline)", "k": 384, "ManPages": 0.7, "PyFAQ": 0.9, "StdlibCode": 0.5,
+             "mean": 0.7}]
+    rows += [{"method": f"oracle γ* ({name})", "k": 384, "gamma": gamma, name: 0.8}
+             for name, gamma in (("ManPages", 0.05), ("PyFAQ", 0.3), ("StdlibCode", 0.25), ("mean", 0.2))]
+    encoder = projection.encoder_table({"rows": rows})
+    assert encoder.rows[0][1] == "full dimension (baseline, no projection)"
+    assert encoder.rows[1][1:] == [projection.ORACLE_LABEL, "0.05/0.30/0.25/0.20", 0.8, 0.8, 0.8, 0.8]
+
+    fit = bench_script("bench_fit_cost")
+    in_process = fit.record_tables(None, {"rows": 100, "times": {"floor64": [2.0, 4.0], "ours": [3.0, 3.0]},
+                                          "median_s": {"floor64": 3.0, "ours": 3.0}, "ours_over_floor64": 1.0})
+    assert in_process[0].rows == [[100, "floor64", 3.0, 1.0, [2.0, 4.0]], [100, "ours", 3.0, 1.0, [3.0, 3.0]]]
+
+
+def test_analysis_record_lists_every_dump_token(tmp_path: Path) -> None:
+    analysis = {"models": {
+        "K=2": {"num_dump_tokens": 2, "pooling": "mean", "norms": {"cls": 7.0, "dump1": 9.0, "dump2": 9.5,
+                                                                   "stopwords": 3.0, "other": 4.0},
+                "attention_from_stopwords": {"cls": 9000.4, "dump1": 300.0, "dump2": 310.0}},
+        "K=0": {"num_dump_tokens": 0, "pooling": "cls", "norms": {"cls": 6.0, "stopwords": 2.0, "other": 4.5},
+                "attention_from_stopwords": {"cls": 10000.0}}}}
+    (tmp_path / "analysis.json").write_text(json.dumps(analysis))
+    table = bench_script("record_eval_local").analysis_table([tmp_path])
+    assert table.columns[2] == "norm D1..D2"
+    text = render_section(load_record(write(tmp_path, small_record(tables=[{
+        "columns": table.columns, "rows": table.rows, "formats": table.formats}]))))
+    assert "| K=2, mean pooling | 7.00 | 9.00, 9.50 | 3.00 | 4.00 | 9000 | 300, 310 |" in text
+    assert "| K=0, cls pooling | 6.00 | – | 2.00 | 4.50 | 10000 | – |" in text

@@ -1,0 +1,83 @@
+"""The docs cite only repository paths that exist, and docs/architecture.md names every command module.
+
+Run alone: ``python -m pytest tests/repository/test_docs_paths.py`` (reads the markdown files; imports nothing of the
+package).
+
+Only paths that look like repository paths are checked (``hf_dumpembed/``, ``tests/``, ``scripts/``, ``docs/``,
+``model_cards/``, ``.ci/``); ``runs/`` and ``data/`` are built at run time. ``*`` globs must match a file,
+``{a,b}`` alternatives must all exist, and templates with a ``<placeholder>`` are skipped. BENCHMARKS.md is
+rendered from ``scripts/bench/results/*.json``: a path is fixed there and the file re-rendered
+(``hf-dumpembed report --benchmarks scripts/bench/results --out BENCHMARKS.md``).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ("README.md", "RELIABILITY.md", "BENCHMARKS.md", "tests/README.md",
+        *sorted(path.relative_to(ROOT).as_posix() for path in (ROOT / "docs").glob("*.md")))
+_PART = r"(?:[\w.*<>-]|\{[\w.,-]*\})*"
+REPO_PATH = re.compile(rf"(?<![\w./-])((?:hf_dumpembed|tests|scripts|docs|model_cards|\.ci)/{_PART}(?:/{_PART})*)")
+
+
+def _expand(path: str) -> list[str]:
+    """``a{b,c}d`` -> ``abd``, ``acd`` (shell brace expansion, nested braces not needed)."""
+    match = re.search(r"\{([^{}]*)\}", path)
+    if match is None:
+        return [path]
+    return [expanded for choice in match.group(1).split(",")
+            for expanded in _expand(path[:match.start()] + choice + path[match.end():])]
+
+
+def cited_paths(text: str) -> set[str]:
+    """The repository paths ``text`` cites (a sentence's final full stop is not part of the path)."""
+    return {match.rstrip(".") for match in REPO_PATH.findall(text)}
+
+
+def missing_paths(text: str) -> list[str]:
+    missing = []
+    for cited in sorted(cited_paths(text)):
+        if "<" in cited:
+            continue  # a template: scripts/bench/results/<section>.json
+        for path in _expand(cited):
+            found = any(ROOT.glob(path)) if "*" in path else (ROOT / path).exists()
+            if not found:
+                missing.append(path)
+    return missing
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_every_repository_path_a_doc_cites_exists(doc):
+    text = (ROOT / doc).read_text(encoding="utf-8")
+    assert len(cited_paths(text)) >= 3, f"{doc} cites (almost) no repository path: the pattern is out of date"
+    missing = missing_paths(text)
+    assert not missing, f"{doc} cites paths that do not exist: {missing}"
+
+
+def test_the_path_check_reads_globs_braces_templates_and_refuses_a_missing_path():
+    text = ("See `tests/projections/test_*.py`, scripts/configs/minilm-dump{4,0}-stdlibcode.yaml and "
+            "`scripts/bench/results/<section>.json`, not runs/x.json or data/ManPages; also hf_dumpembed/cli.py.")
+    assert cited_paths(text) == {"tests/projections/test_*.py", "scripts/configs/minilm-dump{4,0}-stdlibcode.yaml",
+                                 "scripts/bench/results/<section>.json", "hf_dumpembed/cli.py"}
+    assert missing_paths(text) == []
+    assert missing_paths("`hf_dumpembed/atomic.py`, tests/test_nope_*.py, scripts/configs/minilm-dump{4,9}-x.yaml") \
+        == ["hf_dumpembed/atomic.py", "scripts/configs/minilm-dump4-x.yaml", "scripts/configs/minilm-dump9-x.yaml",
+            "tests/test_nope_*.py"]
+
+
+def test_the_docs_cover_every_page_of_docs():
+    assert sum(doc.startswith("docs/") for doc in DOCS) >= 6, "docs/*.md are not checked: DOCS is out of date"
+
+
+def test_the_architecture_page_names_every_command_module():
+    """docs/architecture.md names each module of `hf_dumpembed/commands/` (`onnx`, ...) with the subcommands it holds
+    (tests/repository/test_docs.py checks every other module)."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    modules = {path.stem for path in (ROOT / "hf_dumpembed" / "commands").glob("*.py") if path.stem != "__init__"}
+    assert modules
+    unnamed = sorted(name for name in modules if f"`hf_dumpembed/commands/{name}.py`" not in text)
+    assert not unnamed, f"docs/architecture.md does not name: {unnamed}"

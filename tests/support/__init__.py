@@ -1,0 +1,1 @@
+"""Shared test support: tiny models, the model zoo, fixture data and worker processes."""
