@@ -105,8 +105,8 @@ SETUP = (
     "decisions (`last_complete_checkpoint`, `check_resumable`, `check_data_unchanged`). Tests run per mutant: "
     "the tests of those modules that reach the mutated function (the files `[tool.mutmut]` lists: "
     "tests/remote/test_modeling_dumpembed.py, tests/model/test_tokenizer.py, tests/training/test_trainer.py, "
-    "tests/projections/test_{linear,stats,spectemp,baselines,embedfilter}.py). Lines that only word an error/warning/log message are not "
-    "mutated. Score = (killed + timeout) / checked mutants; 'no tests' counts as a survivor. Survivors and why "
+    "tests/projections/test_{linear,stats,spectemp,baselines,embedfilter}.py). Lines that only word an "
+    "error/warning/log message are not mutated. Score = (killed + timeout) / checked mutants; 'no tests' counts as a survivor. Survivors and why "
     "they are equivalent: tests/MUTATION.md."
 )
 
