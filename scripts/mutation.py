@@ -106,8 +106,8 @@ SETUP = (
     "the tests of those modules that reach the mutated function (the files `[tool.mutmut]` lists: "
     "tests/remote/test_modeling_dumpembed.py, tests/model/test_tokenizer.py, tests/training/test_trainer.py, "
     "tests/projections/test_{linear,stats,spectemp,baselines,embedfilter}.py). Lines that only word an "
-    "error/warning/log message are not mutated. Score = (killed + timeout) / checked mutants; 'no tests' counts as a survivor. Survivors and why "
-    "they are equivalent: tests/MUTATION.md."
+    "error/warning/log message are not mutated. Score = (killed + timeout) / checked mutants; 'no tests' counts "
+    "as a survivor. Survivors and why they are equivalent: tests/MUTATION.md."
 )
 
 
