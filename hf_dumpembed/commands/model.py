@@ -152,9 +152,9 @@ def _add_build(commands: argparse._SubParsersAction) -> None:
     build.add_argument("--seed", type=int, default=0, help="seed of the [DUMP] init noise (default: 0)")
     build.add_argument("--match-steps", type=int, default=None, metavar="N",
                        help="after the init, fit only the K [DUMP] rows for N Adam steps (batch 16) so the model's "
-                       "text-token states match the K=0 source's (backbone frozen; unlabeled text). 60 steps took "
-                       "all-MiniLM-L6-v2 from -2.6%% to -0.2%% of K=0 on held-out text, untrained (BENCHMARKS.md); "
-                       "~1-2 min on 2 CPU cores. Default: 60 for encoders with K > 0, 0 for decoders; 0 = off")
+                       "text-token states match the K=0 source's (backbone frozen; unlabeled text); it brings an "
+                       "untrained K > 0 encoder close to K=0 on held-out text (BENCHMARKS.md, 'Untrained [DUMP] "
+                       "models'). Default: 60 for encoders with K > 0, 0 for decoders; 0 = off")
     build.add_argument("--match-texts", default=None, metavar="FILE",
                        help="with --match-steps: a UTF-8 file, one text per line (default: docstrings and function "
                        "sources of the running Python's standard library, train-split modules)")

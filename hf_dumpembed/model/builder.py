@@ -92,8 +92,9 @@ class BuildOptions:
             (causal LMs; PromptEOL pools the last token).
         match_steps: after the init, fit the K rows for this many steps so the model's text-token states match
             the K = 0 source's (`dump_match`; backbone frozen); 0 = off; None (auto) = `DEFAULT_MATCH_STEPS` for
-            encoders with K > 0 (an unmatched [DUMP] prefix costs a finished encoder ~2.6% before training, a
-            matched one ~0.2%), 0 for decoders (their default ``normal`` init already costs nothing).
+            encoders with K > 0 (a matched prefix costs a finished encoder far less before training than an
+            unmatched one: BENCHMARKS.md, "Untrained [DUMP] models"), 0 for decoders (their default ``normal``
+            init already costs nothing).
         match_texts: unlabeled texts for ``match_steps``; None = the train split of the running Python's standard
             library (docstrings and function sources, never a StdlibCode test module).
     """
@@ -161,8 +162,8 @@ def source_max_seq_length(
 
 def default_max_seq_length(source_length: int, num_dump_tokens: int, position_limit: int | None) -> int:
     """The source's own length plus the K [DUMP] tokens (within the position limit), so that the prefix does not
-    shorten the text: the K = 4 build reads what the source reads (untrained all-MiniLM-L6-v2 at 128 tokens,
-    matched K = 4 vs K = 0: −0.21% with the prefix inside, −0.04% on top; BENCHMARKS.md)."""
+    shorten the text: the K = 4 build reads what the source reads (the prefix inside the source's length cost
+    more than on top of it: BENCHMARKS.md, "Untrained [DUMP] models")."""
     wanted = source_length + num_dump_tokens
     return wanted if position_limit is None else min(wanted, max(position_limit, source_length))
 

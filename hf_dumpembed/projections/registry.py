@@ -22,7 +22,9 @@ FITTERS: dict[str, Fitter] = {
     "random-truncate": fixed.fit,
     "random-project": fixed.fit,
 }
-assert set(FITTERS) == set(METHOD_NAMES), "every method of the vocabulary needs a fitter, and only those"
+if set(FITTERS) != set(METHOD_NAMES):  # checked at import (not an assert: it must hold under python -O too)
+    raise RuntimeError(f"every method of the vocabulary needs a fitter, and only those: the vocabulary names "
+                       f"{sorted(METHOD_NAMES)}, FITTERS {sorted(FITTERS)}.")
 
 
 def fitter(method: str) -> Fitter:

@@ -28,6 +28,7 @@ def test_outputs_are_created_with_the_users_umask(tmp_path):
                                                              tmp_path / "table.md"]}
     assert modes == {"out": 0o755, "sub": 0o755, "a.txt": 0o644, "secretive.bin": 0o644, "table.md": 0o644}
 
+
 def test_a_failed_file_write_leaves_the_old_file(tmp_path):
     """`report --out` and `card` write through staged_file: an error keeps the old file and leaves no temporary."""
     target = tmp_path / "table.md"

@@ -13,11 +13,13 @@ from hf_dumpembed.analysis.token_stats import ATTENTION_SCALE, backbone_forward,
 
 TEXTS = ["the quick brown fox jumps over the lazy dog", "a dog is not a cat and it was here"]
 
+
 def test_bundled_stopwords_are_nltks_list() -> None:
     words = english_stopwords()
     assert len(words) == 179
     assert {"the", "a", "is", "not", "don't", "ourselves", "wouldn't"} <= words
     assert not {"dog", "python", "retrieval"} & words
+
 
 def test_groups_for_a_known_input() -> None:
     # [CLS] [D1] [D2] the quick bro ##wn [SEP]; "the" is a stopword; "brown" spans two tokens.
@@ -30,6 +32,7 @@ def test_groups_for_a_known_input() -> None:
     # A decoder without BOS: no cls group, DUMP tokens first.
     groups = group_tokens("it runs", [(0, 0), (0, 2), (2, 7)], [None, 0, 1], [1, 0, 0], 1, 0, english_stopwords())
     assert groups.groups == {"dump1": [0], "stopwords": [1], "other": [2]}
+
 
 def _direct(model_dir: Path, texts: list[str]):
     """Norms and stopword attention computed directly from the DumpEmbedModel forward (no grouping helper)."""
@@ -71,6 +74,7 @@ def _direct(model_dir: Path, texts: list[str]):
     return ({k: sum(v) / len(v) for k, v in norms.items()},
             {k: ATTENTION_SCALE * sum(v) / len(v) for k, v in attention.items()}, len(norms["stopwords"]))
 
+
 def test_norms_and_attention_equal_a_direct_computation(bert_dump_model: Path) -> None:
     stats = token_statistics(bert_dump_model, TEXTS, progress=False)
     norms, attention, stopword_tokens = _direct(bert_dump_model, TEXTS)
@@ -80,12 +84,14 @@ def test_norms_and_attention_equal_a_direct_computation(bert_dump_model: Path) -
     assert stats.token_counts["stopwords"] == stopword_tokens >= 11
     assert set(stats.norms) == {"cls", "dump1", "dump2", "dump3", "dump4", "stopwords", "other", "special"}
 
+
 def test_attention_rows_sum_to_one(bert_dump_model: Path) -> None:
     model, tokenizer = load_for_analysis(bert_dump_model)
     states, attention = backbone_forward(model, encode_one(tokenizer, TEXTS[0], None))
     assert attention.shape == (states.shape[0], states.shape[0])
     assert torch.allclose(attention.sum(dim=-1), torch.ones(states.shape[0]), atol=1e-5)
     assert model.config._attn_implementation == "eager"
+
 
 def test_logit_lens_on_a_decoder_and_refused_on_an_encoder(llama_dump_model: Path, bert_dump_model: Path) -> None:
     lens = logit_lens(llama_dump_model, TEXTS, ratio=2, top_k=5)
@@ -96,6 +102,7 @@ def test_logit_lens_on_a_decoder_and_refused_on_an_encoder(llama_dump_model: Pat
     assert "| text | before | after |" in lens.markdown()
     with pytest.raises(ValueError, match="causal LM"):
         logit_lens(bert_dump_model, TEXTS)
+
 
 def test_analyze_writes_json_and_png_side_by_side(bert_dump_model: Path, tiny_bert: Path, tmp_path: Path) -> None:
     from hf_dumpembed.model.builder import BuildOptions, build
@@ -109,6 +116,7 @@ def test_analyze_writes_json_and_png_side_by_side(bert_dump_model: Path, tiny_be
     assert result.plot_path.stat().st_size > 1000 and result.lens_path is None
     with pytest.raises(FileNotFoundError, match="not a model folder"):
         analyze([tmp_path / "nothing"], TEXTS, tmp_path / "out2")
+
 
 def test_attention_sinks_equal_a_direct_computation(bert_dump_model: Path) -> None:
     from collections import defaultdict
@@ -129,6 +137,7 @@ def test_attention_sinks_equal_a_direct_computation(bert_dump_model: Path) -> No
     assert [s["attention"] for s in sinks] == sorted((s["attention"] for s in sinks), reverse=True)
     assert tokenizer.cls_token_id in {s["id"] for s in sinks if s["special"]}
 
+
 @pytest.mark.parametrize("pooling", ["last", "mean", "mean_no_dump"])
 def test_logit_lens_pools_as_the_model_does(tiny_llama: Path, tmp_path: Path, pooling: str) -> None:
     """The lens reads the state the model itself pools (mean_no_dump leaves the [DUMP] slots out), not its own copy."""
@@ -143,7 +152,6 @@ def test_logit_lens_pools_as_the_model_does(tiny_llama: Path, tmp_path: Path, po
     torch.testing.assert_close(pooled_state(model, states, encoding), expected)
     if pooling == "mean_no_dump":  # the old copy averaged every position, [DUMP] slots included
         assert not torch.allclose(pooled_state(model, states, encoding), states.mean(dim=0))
-
 
 
 # Failures leave nothing half-written; inputs are checked before any work.

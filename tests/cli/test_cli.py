@@ -19,10 +19,13 @@ from hf_dumpembed.model.builder import MAX_DUMP_TOKENS, BuildOptions
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
+
 def _subparsers() -> dict[str, argparse.ArgumentParser]:
     return dict(build_parser()._subparsers._group_actions[0].choices)
 
+
 SUBCOMMANDS = sorted(_subparsers())
+
 
 def test_the_readme_lists_every_subcommand_and_no_other():
     """The README's command-line block names exactly the parser's subcommands (so the help test below covers every
@@ -32,6 +35,7 @@ def test_the_readme_lists_every_subcommand_and_no_other():
     listed = set(re.findall(r"^hf-dumpembed ([a-z-]+)", block, flags=re.MULTILINE))
     assert listed == set(SUBCOMMANDS)
     assert len(SUBCOMMANDS) == 14
+
 
 @pytest.mark.parametrize("command", [[], *[[c] for c in SUBCOMMANDS]])
 def test_help_explains_every_subcommand_and_documents_each_option(command, capsys):
@@ -55,9 +59,11 @@ def test_help_explains_every_subcommand_and_documents_each_option(command, capsy
         assert action.help and action.help != argparse.SUPPRESS, f"{command[0]} {names[0]} has no help text"
         assert all(name in text for name in names), (command[0], names)
 
+
 def test_console_script_is_installed():
     result = subprocess.run([sys.executable, "-m", "hf_dumpembed.cli", "--help"], capture_output=True, text=True)
     assert result.returncode == 0 and "build" in result.stdout
+
 
 def test_build_export_verify(tiny_llama, tmp_path, capsys):
     main(["build", str(tiny_llama), str(tmp_path / "m"), "--dump-tokens", "2", "--pooling", "mean", "--init",
@@ -72,6 +78,7 @@ def test_build_export_verify(tiny_llama, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "mteb" in out and "MISMATCH" not in out
 
+
 def test_user_errors_exit_with_a_message(tiny_bert, tmp_path):
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "file").write_text("x")
@@ -83,6 +90,7 @@ def test_user_errors_exit_with_a_message(tiny_bert, tmp_path):
     # A local path that does not exist says so (not "Repo id must be in the form ..." from the Hub client).
     with pytest.raises(SystemExit, match="missing does not exist"):
         main(["build", str(tmp_path / "missing"), str(tmp_path / "y")])
+
 
 def test_ctrl_c_exits_130_and_says_how_to_resume(monkeypatch, tmp_path, capsys):
     import hf_dumpembed.quickstart.pipeline as pipeline
@@ -97,11 +105,11 @@ def test_ctrl_c_exits_130_and_says_how_to_resume(monkeypatch, tmp_path, capsys):
     assert "interrupted; run the same command again to resume" in capsys.readouterr().err
 
 
-
 # Boundary checks: a bad parameter is refused with a message that names it.
 
 
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
 
 @PROPERTY
 @given(args=st.lists(st.sampled_from(["--dump-tokens", "-1", "5", "100000", "x", "1e3", "--pooling", "cls", "bad",
@@ -121,6 +129,7 @@ def test_build_command_line_parses_or_exits_cleanly(args, tmp_path):
     except ValueError:
         return
     assert 0 <= options.num_dump_tokens <= MAX_DUMP_TOKENS and options.seed >= 0
+
 
 @pytest.mark.parametrize(
     "argv",

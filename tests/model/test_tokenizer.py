@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from tokenizers import processors
 from transformers import AutoModel, AutoTokenizer
@@ -20,15 +20,19 @@ from hf_dumpembed.model.tokenizer import (
     tokenizer_kind,
 )
 from tests.support import tiny_models
+from tests.support.hypothesis_inputs import FIXTURE_SETTINGS, texts
 from tests.support.tiny_models import byte_level_tokenizer, metaspace_tokenizer, wordpiece_tokenizer
 
 TEXT = "A man is riding a white horse on an enclosed ground."
 
+
 def _load(folder: Path):
     return AutoTokenizer.from_pretrained(str(folder))
 
+
 def _prefix(tokenizer, ids: list[int], k: int, offset: int) -> list[str]:
     return tokenizer.convert_ids_to_tokens(ids[offset : offset + k])
+
 
 @pytest.mark.parametrize(
     ("fixture", "offset", "first_token"),
@@ -53,6 +57,7 @@ def test_prefix_goes_after_the_leading_special_token(request, fixture, offset, f
     if first_token:
         assert tokenizer.convert_ids_to_tokens(ids[0]) == first_token
 
+
 def test_wordpiece_pair_keeps_segments_and_one_prefix(tiny_bert):
     tokenizer = _load(tiny_bert)
     original = tokenizer("a man", "a horse")
@@ -61,6 +66,7 @@ def test_wordpiece_pair_keeps_segments_and_one_prefix(tiny_bert):
     assert tokenizer.convert_ids_to_tokens(encoded["input_ids"][1:3]) == ["[DUMP1]", "[DUMP2]"]
     assert encoded["input_ids"][:1] + encoded["input_ids"][3:] == original["input_ids"]
     assert encoded["token_type_ids"] == [0, 0, 0] + original["token_type_ids"][1:]
+
 
 @pytest.mark.parametrize("fixture", ["tiny_bert", "tiny_llama", "tiny_gpt2"])
 def test_truncation_never_cuts_the_prefix(request, fixture):
@@ -72,6 +78,7 @@ def test_truncation_never_cuts_the_prefix(request, fixture):
         assert ids[dump.offset : dump.offset + 4] == list(dump.ids)
     if fixture == "tiny_bert":  # [SEP] survives too
         assert tokenizer.convert_ids_to_tokens(ids[-1]) == "[SEP]"
+
 
 @pytest.mark.parametrize("fixture", ["tiny_bert", "tiny_llama", "tiny_gpt2", "tiny_qwen2"])
 def test_prefix_survives_save_and_reload(request, fixture, tmp_path):
@@ -90,6 +97,7 @@ def test_prefix_survives_save_and_reload(request, fixture, tmp_path):
         assert key not in saved
     assert not (tmp_path / "chat_template.jinja").exists()
 
+
 def test_k_zero_keeps_the_original_tokenization(tiny_bert, tiny_llama):
     for folder in (tiny_bert, tiny_llama):
         tokenizer = _load(folder)
@@ -97,6 +105,7 @@ def test_k_zero_keeps_the_original_tokenization(tiny_bert, tiny_llama):
         dump = add_dump_tokens(tokenizer, 0)
         assert dump.ids == ()
         assert (tokenizer(TEXT)["input_ids"], tokenizer(TEXT, "x y")["input_ids"]) == original
+
 
 def test_unsupported_tokenizer_is_refused():
     """A word-level vocabulary (no subword model) is refused before anything is added; SentencePiece-style BPE,
@@ -115,11 +124,13 @@ def test_unsupported_tokenizer_is_refused():
     dump = add_dump_tokens(metaspace, 2)
     assert dump.kind == "sentencepiece-bpe" and metaspace("hello world")["input_ids"][:2] == list(dump.ids)
 
+
 def test_tokenizer_that_already_has_dump_tokens_is_refused(tiny_bert):
     tokenizer = _load(tiny_bert)
     add_dump_tokens(tokenizer, 2)
     with pytest.raises(ValueError, match="already has \\[DUMP\\] tokens"):
         add_dump_tokens(tokenizer, 2)
+
 
 @pytest.mark.parametrize("bad", [-1, 1.5, "4"])
 def test_bad_k_is_refused(tiny_bert, bad):
@@ -127,12 +138,12 @@ def test_bad_k_is_refused(tiny_bert, bad):
         add_dump_tokens(_load(tiny_bert), bad)
 
 
-
 # Exact tokens on tokenizers built in memory (written to kill mutants: tests/MUTATION.md).
 
 
 def test_dump_token_names() -> None:
     assert dump_token_names(0) == [] and dump_token_names(3) == ["[DUMP1]", "[DUMP2]", "[DUMP3]"]
+
 
 def test_kinds() -> None:
     assert tokenizer_kind(wordpiece_tokenizer()) == "wordpiece"
@@ -151,6 +162,7 @@ def test_kinds() -> None:
     # A BPE with no pre-tokenizer is the Llama-2 SentencePiece layout (its normalizer prepends "▁")
     assert tokenizer_kind(nested) == "sentencepiece-bpe"
 
+
 def test_wordpiece_prefix_after_cls_single_and_pair() -> None:
     tok = wordpiece_tokenizer()
     dump = add_dump_tokens(tok, 2)
@@ -167,6 +179,7 @@ def test_wordpiece_prefix_after_cls_single_and_pair() -> None:
     assert tok.convert_ids_to_tokens(list(dump.ids)) == ["[DUMP1]", "[DUMP2]"]
     assert set(dump.ids) <= set(tok.all_special_ids)
 
+
 @pytest.mark.parametrize("bos", [None, "<|begin_of_text|>"])
 def test_byte_level_prefix_first_or_after_bos(bos: str | None) -> None:
     tok = byte_level_tokenizer(bos)
@@ -179,6 +192,7 @@ def test_byte_level_prefix_first_or_after_bos(bos: str | None) -> None:
     processor = json.loads(tok.backend_tokenizer.to_str())["post_processor"]
     assert processor["type"] == "Sequence" and processor["processors"][0]["type"] == "ByteLevel"
 
+
 @pytest.mark.parametrize("make", [wordpiece_tokenizer, lambda: byte_level_tokenizer("<|begin_of_text|>")])
 @pytest.mark.parametrize("max_length", [5, 6, 9])
 def test_truncation_keeps_the_prefix(make, max_length: int) -> None:
@@ -186,6 +200,7 @@ def test_truncation_keeps_the_prefix(make, max_length: int) -> None:
     dump = add_dump_tokens(tok, 2)
     ids = tok("a man is riding a white horse", truncation=True, max_length=max_length)["input_ids"]
     assert ids[dump.offset : dump.offset + 2] == list(dump.ids) and len(ids) == max_length
+
 
 def test_k_zero_and_refusals() -> None:
     tok = wordpiece_tokenizer()
@@ -202,12 +217,14 @@ def test_k_zero_and_refusals() -> None:
     with pytest.raises(ValueError, match="already has \\[DUMP\\] tokens"):
         add_dump_tokens(twice, 1)
 
+
 def test_fixed_padding_and_truncation_are_removed() -> None:
     tok = wordpiece_tokenizer()
     tok.backend_tokenizer.enable_padding(length=40)
     tok.backend_tokenizer.enable_truncation(max_length=3)
     add_dump_tokens(tok, 1)
     assert tok.backend_tokenizer.padding is None and tok.backend_tokenizer.truncation is None
+
 
 def test_check_dump_prefix_refuses_a_tokenizer_without_it() -> None:
     tok = wordpiece_tokenizer()
@@ -224,6 +241,7 @@ def test_check_dump_prefix_refuses_a_tokenizer_without_it() -> None:
                         ("[DUMP1]", dump.ids[0]), ("[DUMP2]", dump.ids[1])])
     with pytest.raises(RuntimeError, match="does not prepend"):  # the pair input lacks the prefix
         check_dump_prefix(tok, dump.ids, dump.offset)
+
 
 def test_save_keeps_the_prefix_and_drops_template_rebuilding_keys(tmp_path) -> None:
     from transformers import AutoTokenizer
@@ -247,15 +265,18 @@ def test_save_keeps_the_prefix_and_drops_template_rebuilding_keys(tmp_path) -> N
     save_dump_tokenizer(keep, tmp_path / "keep", max_length=None)
     assert json.loads((tmp_path / "keep" / "tokenizer_config.json").read_text())["model_max_length"] == 77
 
+
 def test_kind_refuses_a_tokenizer_without_a_backend() -> None:
     with pytest.raises(ValueError, match="has no tokenizers backend"):
         tokenizer_kind(object())
+
 
 def test_existing_extra_special_tokens_are_kept() -> None:
     tok = wordpiece_tokenizer()
     tok.add_special_tokens({"extra_special_tokens": ["<keep>"]})
     add_dump_tokens(tok, 2)
     assert {"<keep>", "[DUMP1]", "[DUMP2]"} <= set(tok.all_special_tokens)
+
 
 def test_save_removes_a_stray_chat_template_json(tmp_path) -> None:
     tmp_path.mkdir(exist_ok=True)
@@ -266,17 +287,8 @@ def test_save_removes_a_stray_chat_template_json(tmp_path) -> None:
     assert not (tmp_path / "chat_template.json").exists()
 
 
-
 # Property-based (hypothesis): the inputs are a space, not a few examples.
 
-
-WORDS = ["a", "man", "is", "eating", "food", "the", "girl", "riding", "horse", "open", "file", "read", "every",
-         "line", "dense", "retrieval", "ranks", "passages", "by", "cosine", ".", ",", "hello", "world", "xyzzy"]
-
-FIXTURE_SETTINGS = settings(max_examples=20, deadline=None,
-                            suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-
-texts = st.lists(st.sampled_from(WORDS), min_size=1, max_size=14).map(" ".join)
 
 @pytest.fixture(scope="module")
 def tokenizers(bert_dump_model: Path, llama_dump_model: Path) -> dict[str, tuple]:
@@ -287,6 +299,7 @@ def tokenizers(bert_dump_model: Path, llama_dump_model: Path) -> dict[str, tuple
         tokenizer = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=True)
         out[name] = (tokenizer, model, [tokenizer.sep_token_id] if name == "bert" else [])
     return out
+
 
 @FIXTURE_SETTINGS
 @given(name=st.sampled_from(["bert", "llama"]), room=st.integers(1, 70),

@@ -26,6 +26,7 @@ def spectrum_of(d: int = 4) -> Spectrum:
     return Spectrum(mean=np.arange(d, dtype=float), eigenvalues=np.linspace(4, 1, d), eigenvectors=np.eye(d),
                     count=100, rank=d)
 
+
 def test_gamma_pca_whiten_and_truncation_maps() -> None:
     s = spectrum_of()
     np.testing.assert_array_equal(pca_map(s, 2).matrix, np.eye(4, 2))
@@ -41,6 +42,7 @@ def test_gamma_pca_whiten_and_truncation_maps() -> None:
     with pytest.raises(ValueError, match="between 1"):
         truncate_map(4, 5)
 
+
 def test_random_baselines_are_seeded_and_scaled() -> None:
     r = random_truncate_map(6, 3, seed=1)
     chosen = np.sort(np.random.default_rng(1).choice(6, size=3, replace=False))
@@ -52,6 +54,7 @@ def test_random_baselines_are_seeded_and_scaled() -> None:
     for make in (random_truncate_map, random_project_map):
         with pytest.raises(ValueError, match="between 1"):
             make(6, 7, seed=0)
+
 
 def test_oracle_gamma_picks_the_best_and_the_smaller_on_ties() -> None:
     assert ORACLE_GRID[0] == 0.0 and ORACLE_GRID[-1] == 1.0 and len(ORACLE_GRID) == 21 and ORACLE_GRID[1] == 0.05

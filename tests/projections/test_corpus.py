@@ -13,6 +13,7 @@ from hf_dumpembed.data.beir import load_corpus
 
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
+
 def test_non_utf8_text_files_name_file_and_line(bert_dump_model, tmp_path):
     from hf_dumpembed.analysis.texts import read_texts
     from hf_dumpembed.projections.corpus import read_corpus
@@ -24,6 +25,7 @@ def test_non_utf8_text_files_name_file_and_line(bert_dump_model, tmp_path):
             read()
     with pytest.raises(SystemExit, match="texts.txt:2: not UTF-8"):
         main(["verify", str(bert_dump_model), "--texts", str(texts)])
+
 
 @PROPERTY
 @given(raw=st.binary(max_size=200))

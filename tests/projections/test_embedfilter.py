@@ -16,6 +16,7 @@ def _head(vocab: int = 400, d: int = 32, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
     return (rng.standard_normal((vocab, d)) * np.linspace(3.0, 0.2, d)).astype(np.float32)
 
+
 def test_rows_orthonormal_and_inner_products_equal_the_filtered_ones() -> None:
     w = _head()
     sigma, v = gram_basis(w)
@@ -33,6 +34,7 @@ def test_rows_orthonormal_and_inner_products_equal_the_filtered_ones() -> None:
     assert np.allclose((h @ b.T) @ (h @ b.T).T, h @ filtered @ h.T, atol=1e-10)
     assert not linear.mean.any()
 
+
 def test_eigh_path_and_svd_path_span_the_same_subspace() -> None:
     w = _head()
     sigma_e, v_e = gram_basis(w)
@@ -42,6 +44,7 @@ def test_eigh_path_and_svd_path_span_the_same_subspace() -> None:
         p_e = embedfilter_map(v_e, m).matrix
         p_s = embedfilter_map(v_s, m).matrix
         assert np.allclose(p_e @ p_e.T, p_s @ p_s.T, atol=1e-8)
+
 
 def test_ratio_one_is_the_identity_up_to_rotation() -> None:
     w = _head()
@@ -53,6 +56,7 @@ def test_ratio_one_is_the_identity_up_to_rotation() -> None:
     assert np.allclose(y @ y.T, unit @ unit.T, atol=1e-12)
     assert np.allclose(linear.matrix @ linear.matrix.T, np.eye(32), atol=1e-12)
 
+
 def test_excluded_rows_do_not_count() -> None:
     w = _head()
     with_extra = np.concatenate([w, 50 * np.ones((3, 32), dtype=np.float32)])
@@ -61,6 +65,7 @@ def test_excluded_rows_do_not_count() -> None:
     assert np.allclose(np.abs(v_excluded), np.abs(v_plain), atol=1e-9)
     _, v_polluted = gram_basis(with_extra)
     assert not np.allclose(np.abs(v_polluted[:, 0]), np.abs(v_plain[:, 0]), atol=1e-3)
+
 
 def test_bad_band_arguments() -> None:
     with pytest.raises(ValueError, match="either dim"):
@@ -74,6 +79,7 @@ def test_bad_band_arguments() -> None:
         gram_basis(np.ones((4, 8)))
     with pytest.raises(ValueError, match="exclude_rows"):
         gram_basis(_head(), exclude_rows=[400])
+
 
 def test_the_numpy_maps_are_the_shipped_formulas() -> None:
     """The fit's numpy maps and the remote code's torch functions (what a saved folder recomposes) agree."""
@@ -94,12 +100,12 @@ def test_the_numpy_maps_are_the_shipped_formulas() -> None:
         assert np.array_equal(embedfilter_map(basis, m).matrix, basis[:, s : s + m])
 
 
-
 # Exact values against independent numpy computations (written to kill mutants: tests/MUTATION.md).
 
 
 def data(n: int, d: int, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal((n, d)) * np.linspace(3.0, 0.5, d)
+
 
 def test_band_size_and_start() -> None:
     assert band_size(8) == 8 and band_size(8, dim=3) == 3 and band_size(8, ratio=3) == 2 and band_size(8, ratio=8) == 1
@@ -113,12 +119,14 @@ def test_band_size_and_start() -> None:
         band_size(8, dim=9)
     assert [band_start(8, m) for m in (8, 7, 6, 3, 1)] == [0, 0, 1, 2, 3]
 
+
 def test_embedfilter_map_is_the_middle_band_without_centering() -> None:
     basis = np.arange(36, dtype=float).reshape(6, 6)
     linear = embedfilter_map(basis, 2)
     assert linear.mean.tolist() == [0.0] * 6 and np.array_equal(linear.matrix, basis[:, 2:4])
     with pytest.raises(ValueError, match=r"dim \(m\) must be an integer between 1 and the embedding dimension 6"):
         embedfilter_map(basis, 7)
+
 
 def test_gram_basis_in_chunks_with_excluded_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     w = data(11, 4, seed=5)
@@ -138,6 +146,7 @@ def test_gram_basis_in_chunks_with_excluded_rows(monkeypatch: pytest.MonkeyPatch
     svd_values, _ = svd_basis(torch.from_numpy(w))
     np.testing.assert_allclose(svd_values, np.linalg.svd(w, compute_uv=False), rtol=1e-10)
 
+
 def test_embedfilter_refusals() -> None:
     w = data(5, 3)
     for bad in ([-1], [5]):
@@ -153,6 +162,7 @@ def test_embedfilter_refusals() -> None:
         gram_basis(w)
     assert np.array_equal(embedfilter._fix_signs(np.array([[0.0, -2.0], [0.0, 1.0]])), np.array([[0.0, 2.0],
                                                                                                 [0.0, -1.0]]))
+
 
 def test_tensor_weights_that_require_grad_are_read() -> None:
     w = torch.from_numpy(data(6, 3)).requires_grad_(True)

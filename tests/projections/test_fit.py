@@ -27,9 +27,11 @@ TEXTS = ["A man is eating food.", "hello world second text", "Open the file, rea
 
 SCHEMA_KEYS = {"method", "mode", "dim", "gamma", "knee", "ratio", "seed", "corpus", "fitted_at", "plots"}
 
+
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_corpus(tmp_path_factory.mktemp("corpus") / "texts.txt")
+
 
 @pytest.fixture(scope="module")
 def spectemp_folders(llama_dump_model: Path, corpus: Path, tmp_path_factory: pytest.TempPathFactory):
@@ -42,8 +44,10 @@ def spectemp_folders(llama_dump_model: Path, corpus: Path, tmp_path_factory: pyt
                           FitOptions(method="spectemp", dim=8, mode="reference", progress=False), corpus=corpus)
     return before, fit16, fit8
 
+
 def _info(folder: Path) -> dict:
     return json.loads((folder / "config.json").read_text())["projection_info"]
+
 
 def test_spectemp_folder_same_vectors_everywhere_with_provenance(spectemp_folders, llama_dump_model, corpus,
                                                                  tmp_path) -> None:
@@ -71,6 +75,7 @@ def test_spectemp_folder_same_vectors_everywhere_with_provenance(spectemp_folder
     expected = p.basis[:, :16].double() * (p.eigenvalues[:16].double() + 1e-6) ** (-info["gamma"] / 2)
     assert torch.allclose(p.matrix.double(), expected, rtol=1e-6, atol=0)
 
+
 def test_choosing_k_at_load_time_equals_fitting_at_k(spectemp_folders) -> None:
     from sentence_transformers import SentenceTransformer
 
@@ -91,6 +96,7 @@ def test_choosing_k_at_load_time_equals_fitting_at_k(spectemp_folders) -> None:
         st = SentenceTransformer(str(fit16), trust_remote_code=True, **kwargs)
         assert np.abs(st.encode_document(TEXTS) - reference).max() <= 1e-6, kwargs
 
+
 def test_projection_dim_on_a_fixed_projection_is_a_clear_error(llama_dump_model, tmp_path) -> None:
     with pytest.raises(ValueError, match="stores no spectrum"):
         AutoModel.from_pretrained(llama_dump_model, trust_remote_code=True, projection_dim=8)
@@ -100,6 +106,7 @@ def test_projection_dim_on_a_fixed_projection_is_a_clear_error(llama_dump_model,
         AutoModel.from_pretrained(out, trust_remote_code=True, projection_dim=4)
     info = _info(out)
     assert info["seed"] == 5 and info["corpus"] is None and info["selectable_dims"] == [8]
+
 
 @pytest.mark.parametrize("method,extra", [("whiten", {}), ("pca", {}), ("gamma", {"gamma": 0.3}),
                                           ("truncate", {}), ("random-truncate", {"seed": 2026})])
@@ -112,6 +119,7 @@ def test_baseline_folders_match_their_stock_export(method, extra, llama_dump_mod
     assert a.shape == (len(TEXTS), 12)
     assert np.abs(a - b).max() <= 1e-5
     assert _info(out)["gamma"] == {"whiten": 1.0, "pca": 0.0, "gamma": pytest.approx(0.3)}.get(method)
+
 
 def test_embedfilter_folder_excludes_dump_rows_and_selects_band_at_load(llama_dump_model, tmp_path) -> None:
     out = fit_projection(llama_dump_model, tmp_path / "ef", FitOptions(method="embedfilter", ratio=2, progress=False))
@@ -133,6 +141,7 @@ def test_embedfilter_folder_excludes_dump_rows_and_selects_band_at_load(llama_du
                               include_mteb=False)
     assert report.ok, report.describe()
 
+
 def test_embedfilter_needs_a_causal_lm_head(bert_dump_model, llama_dump_model, tmp_path) -> None:
     with pytest.raises(ValueError, match="causal LM"):
         fit_projection(bert_dump_model, tmp_path / "ef", FitOptions(method="embedfilter", progress=False))
@@ -141,6 +150,7 @@ def test_embedfilter_needs_a_causal_lm_head(bert_dump_model, llama_dump_model, t
     model.config.text_config.tie_word_embeddings = False
     with pytest.raises(ValueError, match="--lm-head"):
         find_unembedding(model)
+
 
 @pytest.mark.parametrize("mode", ["prompteol", "echo"])
 def test_prompt_modes_work_through_automodel_and_sentence_transformers(mode, llama_dump_model, tmp_path) -> None:
@@ -165,6 +175,7 @@ def test_prompt_modes_work_through_automodel_and_sentence_transformers(mode, lla
     assert np.abs(encode_with_sentence_transformers(out, TEXTS) - auto).max() <= 1e-6
     with pytest.raises(ValueError, match="stock"):
         export_stock_st(out, tmp_path / "stock")
+
 
 def test_bad_inputs(llama_dump_model, corpus, tmp_path) -> None:
     for dim in (0, -3):
@@ -196,6 +207,7 @@ def test_bad_inputs(llama_dump_model, corpus, tmp_path) -> None:
     assert (tmp_path / "taken" / "file").read_text() == "x"
     assert not any(p.name.startswith(".") for p in tmp_path.iterdir()), "no staging folder left behind"
 
+
 def test_fewer_texts_than_dimensions_works_with_a_warning(llama_dump_model, tmp_path) -> None:
     few = tmp_path / "few.txt"
     few.write_text("\n".join(corpus_texts()[:20]))
@@ -206,6 +218,7 @@ def test_fewer_texts_than_dimensions_works_with_a_warning(llama_dump_model, tmp_
     info = _info(out)
     assert info["used_rank"] <= 19 and info["corpus"]["num_texts"] == 20
     assert np.isfinite(encode_with_automodel(out, TEXTS)).all()
+
 
 def test_corpus_readers_and_hashes(tmp_path) -> None:
     from datasets import Dataset
@@ -233,6 +246,7 @@ def test_corpus_readers_and_hashes(tmp_path) -> None:
     with pytest.raises(ValueError, match="cannot read a corpus"):
         read_corpus(tmp_path)
 
+
 def test_cli_fit_writes_a_folder(llama_dump_model, tmp_path, capsys) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -243,6 +257,7 @@ def test_cli_fit_writes_a_folder(llama_dump_model, tmp_path, capsys) -> None:
     assert encode_with_automodel(tmp_path / "cli", TEXTS).shape == (len(TEXTS), 10)
     with pytest.raises(SystemExit, match="needs --dim"):
         cli_main(["fit", str(llama_dump_model), str(tmp_path / "cli2"), "--method", "pca"])
+
 
 def test_fit_without_matplotlib_fails_before_encoding_anything(llama_dump_model, corpus, tmp_path,
                                                                monkeypatch) -> None:
@@ -280,6 +295,7 @@ def test_fit_without_matplotlib_fails_before_encoding_anything(llama_dump_model,
                                                                            plots=False), corpus=corpus)
     assert _info(out)["plots"] == [] and not (out / "plots").exists()
 
+
 def test_recorded_fit_corpus_is_read_again_and_checked(tmp_path, monkeypatch):
     """export-onnx's default calibration: the corpus a folder records, refused when absent, missing or changed."""
     from hf_dumpembed.projections.corpus import recorded_fit_corpus
@@ -305,11 +321,11 @@ def test_recorded_fit_corpus_is_read_again_and_checked(tmp_path, monkeypatch):
         recorded_fit_corpus(folder)
 
 
-
 # Boundary checks: a bad parameter is refused with a message that names it.
 
 
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
 
 @PROPERTY
 @given(dim=st.one_of(st.none(), st.integers(-5, 10**6), st.floats(), st.booleans()),

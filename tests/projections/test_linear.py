@@ -18,6 +18,7 @@ def test_check_dim_bounds_and_types() -> None:
     with pytest.raises(ValueError, match=r"^dim must"):
         check_dim(0, 4)
 
+
 def test_l2_normalize_and_linear_map() -> None:
     x = np.array([[3.0, 4.0], [0.0, 0.0], [1e-13, 0.0]])
     assert np.array_equal(l2_normalize(x), np.array([[0.6, 0.8], [0.0, 0.0], [0.1, 0.0]]))
@@ -25,6 +26,7 @@ def test_l2_normalize_and_linear_map() -> None:
     assert (linear.in_dim, linear.out_dim) == (3, 2)
     assert np.array_equal(linear.apply([[4.0, 3.0, 0.0]], normalize=False), np.array([[3.0, 4.0]]))
     assert np.array_equal(linear.apply(np.array([[4, 3, 0]])), np.array([[0.6, 0.8]]))
+
 
 def test_tempered_matrix_formula_and_gamma_range() -> None:
     vectors, values = np.eye(3), np.array([4.0, 1.0, 0.0])

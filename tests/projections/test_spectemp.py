@@ -20,6 +20,7 @@ def population_spectrum() -> np.ndarray:
     i = np.arange(1, 3585)
     return 1e-4 * (1 + 4000 / (i + 3) ** 0.92)
 
+
 @pytest.mark.parametrize("mode", ["reference", "robust"])
 def test_population_spectrum_reproduces_table3_predicted_row(mode: str) -> None:
     curve = spectemp_curve(population_spectrum(), mode)
@@ -30,6 +31,7 @@ def test_population_spectrum_reproduces_table3_predicted_row(mode: str) -> None:
     assert curve.t0 == int(0.9 * 3584)
     assert curve.noise_floor == pytest.approx(population_spectrum()[3225:].mean())
 
+
 def _spectrum(n: int = 4000, d: int = 64, seed: int = 0):
     rng = np.random.default_rng(seed)
     scales = 1.0 / np.arange(1, d + 1) ** 0.8
@@ -37,12 +39,14 @@ def _spectrum(n: int = 4000, d: int = 64, seed: int = 0):
     x /= np.linalg.norm(x, axis=1, keepdims=True)
     return x, eigendecompose(StreamingStats(d).update(x))
 
+
 @pytest.mark.parametrize("mode", ["reference", "robust"])
 def test_gamma_never_increases_with_k_and_stays_in_unit_interval(mode: str) -> None:
     for eigenvalues in (population_spectrum(), _spectrum()[1].eigenvalues):
         gamma = spectemp_curve(eigenvalues, mode).gamma
         assert np.all((gamma >= 0) & (gamma <= 1))
         assert np.all(np.diff(gamma) <= 1e-12)
+
 
 def test_gamma_zero_equals_pca_and_gamma_one_whitens() -> None:
     x, spectrum = _spectrum()
@@ -60,6 +64,7 @@ def test_gamma_zero_equals_pca_and_gamma_one_whitens() -> None:
     projected = centred @ baselines.whiten_map(spectrum, k).matrix
     assert np.allclose(np.cov(projected, rowvar=False), np.eye(k), atol=1e-3)
 
+
 def test_spectemp_map_is_tempered_pca_with_its_gamma() -> None:
     _, spectrum = _spectrum()
     fit = fit_spectemp(spectrum, 12)
@@ -70,6 +75,7 @@ def test_spectemp_map_is_tempered_pca_with_its_gamma() -> None:
     y = fit.map.apply(np.ones((3, 64)))
     assert np.allclose(np.linalg.norm(y, axis=1), 1.0)
 
+
 def test_reference_no_knee_fallback_uses_half_k() -> None:
     flat = np.linspace(1.0, 0.5, 100)  # a straight line: no convex knee
     curve = spectemp_curve(flat)
@@ -77,6 +83,7 @@ def test_reference_no_knee_fallback_uses_half_k() -> None:
     assert curve.knee_at(40) == 20 and curve.knee_at(1) == 1
     assert curve.gamma_at(40) == pytest.approx(min(1.0, curve.snr[39] / curve.snr[19]))
     assert curve.gamma_at(100) == pytest.approx(curve.snr[89] / curve.snr[49])  # k > T0 reads SNR(T0)
+
 
 def test_rank_deficient_robust_drops_zero_eigenvalues() -> None:
     rng = np.random.default_rng(1)
@@ -87,6 +94,7 @@ def test_rank_deficient_robust_drops_zero_eigenvalues() -> None:
     assert robust.used_rank == 39
     assert robust.noise_floor > 1e-3 * spectrum.eigenvalues[0]
     assert np.all((robust.gamma >= 0) & (robust.gamma <= 1))
+
 
 def test_bad_dims_and_modes() -> None:
     _, spectrum = _spectrum()
@@ -99,6 +107,7 @@ def test_bad_dims_and_modes() -> None:
         baselines.gamma_map(spectrum, 8, 1.5)
     with pytest.raises(ValueError, match="noise floor"):
         spectemp_curve(np.r_[np.ones(20), np.zeros(5)])
+
 
 def test_prefix_random_truncation_and_random_projection() -> None:
     x = np.random.default_rng(2).standard_normal((5, 32))
@@ -113,6 +122,7 @@ def test_prefix_random_truncation_and_random_projection() -> None:
     assert np.array_equal(p.matrix, baselines.random_project_map(32, 8, seed=1999).matrix)
     assert not p.mean.any()
     assert abs(np.sum(p.matrix**2) / 32 - 1.0) < 0.5  # entries ~ N(0, 1/k): each row has squared norm ≈ 1
+
 
 def test_oracle_gamma_grid_search_finds_the_best_gamma() -> None:
     _, spectrum = _spectrum()
@@ -129,12 +139,12 @@ def test_oracle_gamma_grid_search_finds_the_best_gamma() -> None:
     assert len(scores) == 21 and min(scores) == 0.0 and max(scores) == 1.0
 
 
-
 # Exact values against independent numpy computations (written to kill mutants: tests/MUTATION.md).
 
 
 def data(n: int, d: int, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal((n, d)) * np.linspace(3.0, 0.5, d)
+
 
 def reference_gamma(lam: np.ndarray) -> tuple[float, np.ndarray, int | None, np.ndarray]:
     """The authors' recipe, written out independently: T0 = int(0.9 d), σ² = mean(λ[T0:]), SNR, Kneedle, γ."""
@@ -150,6 +160,7 @@ def reference_gamma(lam: np.ndarray) -> tuple[float, np.ndarray, int | None, np.
         gammas.append(min(1.0, s_k / s_ref) if s_ref > 0 else 1.0)
     return floor, snr, knee, np.array(gammas)
 
+
 def test_spectemp_curve_equals_the_written_out_recipe() -> None:
     lam = 1.0 / np.arange(1, 31) ** 2 + 0.01
     floor, snr, knee, gammas = reference_gamma(lam)
@@ -164,6 +175,7 @@ def test_spectemp_curve_equals_the_written_out_recipe() -> None:
     robust = spectemp_curve(lam, "robust", count=100)
     assert robust.knee == int(np.argmax(robust.difference_curve)) + 1 and robust.used_rank == 30
 
+
 def test_spectemp_no_knee_fallback_and_flat_snr() -> None:
     flat = np.ones(20)
     curve = spectemp_curve(flat)
@@ -175,6 +187,7 @@ def test_spectemp_no_knee_fallback_and_flat_snr() -> None:
     curve = spectemp_curve(line)
     assert knee is None and curve.knee is None
     np.testing.assert_allclose(curve.gamma, gammas, rtol=1e-12)
+
 
 def test_spectemp_refusals_and_tolerances() -> None:
     with pytest.raises(ValueError, match=r"at least 10 eigenvalues; got shape \(9,\)"):
@@ -196,6 +209,7 @@ def test_spectemp_refusals_and_tolerances() -> None:
     negative = np.r_[np.linspace(2, 1, 19), -5.0]  # clipped at 0 before anything else
     assert spectemp_curve(negative).noise_floor == pytest.approx(np.r_[1.0, 0.0].mean())
 
+
 def test_fit_spectemp_builds_the_tempered_map() -> None:
     x = data(60, 12, seed=3)
     spectrum = eigendecompose(StreamingStats(12).update(x))
@@ -210,6 +224,7 @@ def test_fit_spectemp_builds_the_tempered_map() -> None:
     with pytest.raises(ValueError, match="between 1 and the embedding dimension 12"):
         fit_spectemp(spectrum, 13)
 
+
 def test_spectemp_tolerance_scales_with_the_top_eigenvalue_and_stays_float64() -> None:
     big = np.r_[np.ones(9), 1 + 1e-13] * 1e6
     spectemp_curve(big)
@@ -222,11 +237,13 @@ def test_spectemp_tolerance_scales_with_the_top_eigenvalue_and_stays_float64() -
     ten = np.r_[np.linspace(5, 1, 10), np.zeros(5)]
     assert spectemp_curve(ten, "robust").used_rank == 10
 
+
 def test_fit_spectemp_passes_the_count_and_keeps_the_spectrum() -> None:
     lam = np.linspace(20, 1, 20)
     spectrum = Spectrum(mean=np.zeros(20), eigenvalues=lam, eigenvectors=np.eye(20), count=13, rank=12)
     fit = fit_spectemp(spectrum, 4, "robust")
     assert fit.curve.used_rank == 12 and fit.spectrum is spectrum
+
 
 def test_kneedle_sensitivity_is_the_reference_half() -> None:
     # a two-elbow spectrum where Kneedle's S matters: S = 0.5 finds the knee at rank 3, kneed's default S = 1 at 12

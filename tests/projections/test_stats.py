@@ -29,8 +29,10 @@ def _data(n: int = 500, d: int = 24, seed: int = 0) -> np.ndarray:
     x = rng.standard_normal((n, d)) @ rng.standard_normal((d, d)) * 0.1 + rng.standard_normal(d)
     return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
+
 def _relative(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.abs(a - b).max() / np.abs(b).max())
+
 
 def test_streaming_equals_one_shot_cov_and_eigh() -> None:
     x = _data()
@@ -51,6 +53,7 @@ def test_streaming_equals_one_shot_cov_and_eigh() -> None:
     assert np.abs(cov @ u - u * spectrum.eigenvalues).max() <= 1e-12
     assert np.abs(u.T @ u - np.eye(u.shape[1])).max() <= 1e-12
 
+
 def test_merging_shards_equals_one_pass() -> None:
     x = _data(n=301)
     whole = StreamingStats(x.shape[1]).update(x)
@@ -62,6 +65,7 @@ def test_merging_shards_equals_one_pass() -> None:
     assert _relative(merged.covariance(), whole.covariance()) <= 1e-12
     with pytest.raises(ValueError, match="dimension"):
         merged.merge(StreamingStats(3))
+
 
 def test_bad_inputs_are_refused_and_nothing_is_accumulated() -> None:
     stats = StreamingStats(4)
@@ -81,6 +85,7 @@ def test_bad_inputs_are_refused_and_nothing_is_accumulated() -> None:
     with pytest.raises(ValueError, match="positive integer"):
         StreamingStats(0)
 
+
 def test_rank_deficient_spectrum_warns_and_reports_rank() -> None:
     x = _data(n=10, d=24)
     with pytest.warns(UserWarning, match="rank"):
@@ -88,10 +93,12 @@ def test_rank_deficient_spectrum_warns_and_reports_rank() -> None:
     assert spectrum.rank == 9
     assert np.all(spectrum.eigenvalues >= 0)
 
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
 
 def test_two_process_gloo_all_reduce_equals_one_process(tmp_path) -> None:
     x = _data(n=103, d=6)
@@ -108,11 +115,13 @@ def test_two_process_gloo_all_reduce_equals_one_process(tmp_path) -> None:
         assert np.allclose(got["sum"], whole.sum, rtol=1e-13, atol=0)
         assert np.allclose(got["sum_outer"], whole.sum_outer, rtol=1e-13, atol=0)
 
+
 def test_all_reduce_needs_a_process_group() -> None:
     if torch.distributed.is_initialized():
         pytest.skip("a process group is already initialised")
     with pytest.raises(RuntimeError, match="torch.distributed"):
         StreamingStats(3).all_reduce()
+
 
 def test_accumulate_reads_a_memmap_in_batches(tmp_path) -> None:
     x = _data(n=1000, d=16)
@@ -125,12 +134,12 @@ def test_accumulate_reads_a_memmap_in_batches(tmp_path) -> None:
     assert _relative(stats.covariance(), np.cov(x.astype(np.float64), rowvar=False)) <= 1e-10
 
 
-
 # Exact values against independent numpy computations (written to kill mutants: tests/MUTATION.md).
 
 
 def data(n: int, d: int, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal((n, d)) * np.linspace(3.0, 0.5, d)
+
 
 def test_as_float_array_checks() -> None:
     assert as_float_array(torch.ones(2, 3, requires_grad=True)).dtype == np.float32
@@ -145,6 +154,7 @@ def test_as_float_array_checks() -> None:
     with pytest.raises(ValueError, match=r"^2 embedding row\(s\) contain NaN"):
         as_float_array(bad)
     assert as_float_array(bad, check_finite=False) is bad
+
 
 def test_streaming_stats_sums_merge_and_moments() -> None:
     x = data(7, 3)
@@ -174,6 +184,7 @@ def test_streaming_stats_sums_merge_and_moments() -> None:
     two = StreamingStats(3).update(x[:2])
     np.testing.assert_allclose(two.covariance(), np.cov(x[:2], rowvar=False), rtol=1e-10, atol=1e-12)
 
+
 def test_update_refuses_bad_rows_and_overflow_without_accumulating() -> None:
     s = StreamingStats(2).update(np.ones((1, 2)))
     with pytest.raises(ValueError, match=r"1 embedding row\(s\) contain NaN"):
@@ -183,6 +194,7 @@ def test_update_refuses_bad_rows_and_overflow_without_accumulating() -> None:
     assert s.count == 1 and s.sum.tolist() == [1.0, 1.0]
     with pytest.raises(ValueError, match="expect 2"):
         s.update(np.ones((1, 3)))
+
 
 def test_accumulate_in_batches_equals_one_pass() -> None:
     x = data(10, 3)
@@ -195,6 +207,7 @@ def test_accumulate_in_batches_equals_one_pass() -> None:
     with pytest.raises(ValueError, match="2-D array"):
         accumulate(np.ones(4))
 
+
 def test_numerical_rank_cases() -> None:
     assert stats.ZERO_EIGENVALUE_RTOL == 1e-10
     assert numerical_rank(np.array([])) == 0
@@ -204,6 +217,7 @@ def test_numerical_rank_cases() -> None:
     assert numerical_rank(np.array([1.0, 0.5, 0.2]), count=4) == 3
     assert numerical_rank(np.array([1.0, 0.5]), count=0) == 0
     assert numerical_rank(np.array([1.0, 0.5]), count=None) == 2
+
 
 def test_eigendecompose_matches_numpy_with_fixed_signs() -> None:
     x = data(12, 4)
@@ -216,6 +230,7 @@ def test_eigendecompose_matches_numpy_with_fixed_signs() -> None:
         np.testing.assert_allclose(np.abs(column), np.abs(vectors[:, 3 - i]), atol=1e-10)
     np.testing.assert_allclose(spectrum.mean, x.mean(axis=0), rtol=1e-12)
     assert spectrum.count == 12 and spectrum.rank == 4 and spectrum.dim == 4
+
 
 def test_eigendecompose_warns_when_n_is_at_most_d_and_clips() -> None:
     x = data(3, 3)
@@ -233,6 +248,7 @@ def test_eigendecompose_warns_when_n_is_at_most_d_and_clips() -> None:
     with pytest.raises(ValueError, match="hold NaN or infinite values"):
         eigendecompose(huge)
 
+
 def test_all_reduce_in_a_one_process_group_keeps_the_statistics(tmp_path) -> None:
     import torch.distributed as dist
 
@@ -247,10 +263,12 @@ def test_all_reduce_in_a_one_process_group_keeps_the_statistics(tmp_path) -> Non
     np.testing.assert_array_equal(s.sum, x.sum(axis=0))
     np.testing.assert_allclose(s.sum_outer, x.T @ x, rtol=1e-12)
 
+
 def test_edge_dimensions_and_negative_spectra() -> None:
     one = StreamingStats(1).update(np.array([[1.0], [3.0]]))
     assert one.covariance().tolist() == [[2.0]]
     assert numerical_rank(np.array([-1.0, -2.0])) == 0
+
 
 def test_eigenvector_signs_on_a_wider_spectrum() -> None:
     rotation = np.linalg.qr(np.random.default_rng(12).standard_normal((8, 8)))[0]  # eigenvectors far from the axes
@@ -259,12 +277,12 @@ def test_eigenvector_signs_on_a_wider_spectrum() -> None:
     assert all(column[np.abs(column).argmax()] > 0 for column in columns)
 
 
-
 # Property-based (hypothesis): the inputs are a space, not a few examples.
 
 
 def _stats(rows: np.ndarray) -> StreamingStats:
     return StreamingStats(rows.shape[1]).update(rows)
+
 
 @st.composite
 def sharded(draw) -> tuple[np.ndarray, list[np.ndarray], list[int]]:
@@ -275,6 +293,7 @@ def sharded(draw) -> tuple[np.ndarray, list[np.ndarray], list[int]]:
     shards = np.split(x, cuts)
     order = draw(st.permutations(range(len(shards))))
     return x, shards, list(order)
+
 
 @settings(max_examples=60, deadline=None)
 @given(case=sharded())

@@ -28,13 +28,16 @@ def _refused(folder: Path, fake_hub, message: str, **push_kwargs) -> str:
     assert fake_hub.requests == [] and fake_hub.repos == {}
     return str(refused.value)
 
+
 def _drop_tokenizer(folder: Path) -> None:
     for name in ("tokenizer.json", "tokenizer_config.json"):
         (folder / name).unlink()
 
+
 def _index_naming_a_missing_shard(folder: Path) -> None:
     weight_map = {"a.weight": "model.safetensors", "b.weight": "model-00002-of-00002.safetensors"}
     (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+
 
 @pytest.mark.parametrize(
     ("breakage", "message"),
@@ -55,6 +58,7 @@ def test_incomplete_folders_are_refused_before_any_request(publishable, hub, tmp
     breakage(folder)
     _refused(folder, hub, message)
 
+
 def test_a_hard_link_shared_with_a_file_outside_is_refused(publishable, hub, tmp_path):  # noqa: F811
     """A weight file hard-linked to a file outside the folder could be rewritten through the other name between
     the checks and the upload: refused (staging itself only hard-links into its own temporary folder).
@@ -63,6 +67,7 @@ def test_a_hard_link_shared_with_a_file_outside_is_refused(publishable, hub, tmp
     outside = tmp_path / "elsewhere.safetensors"
     os.link(folder / "model.safetensors", outside)
     _refused(folder, hub, "model.safetensors is a hard link shared with 1 file")
+
 
 def test_remote_code_in_a_stock_export_is_refused(publishable, hub, tmp_path):  # noqa: F811
     """A stock export must load with trust_remote_code=False: a .py file or an auto_map in it is refused.
@@ -78,6 +83,7 @@ def test_remote_code_in_a_stock_export_is_refused(publishable, hub, tmp_path):  
     (with_map / "config.json").write_text(json.dumps(config))
     _refused(with_map, hub, "a stock export must not carry remote code: auto_map", branch="stock", source=publishable)
 
+
 def test_remote_code_that_imports_hf_dumpembed_is_refused(publishable, hub, tmp_path):
     """Users do not have hf_dumpembed: remote code that imports it fails in the fresh process (where the package is
     blocked), and the push stops. Break tried: the import blocker removed from the load script — the leaked import
@@ -89,6 +95,7 @@ def test_remote_code_that_imports_hf_dumpembed_is_refused(publishable, hub, tmp_
     _refused(folder, hub, r"modeling_dumpembed\.py differs from every version")
     text = _refused(folder, hub, r"fresh-process load \(trust_remote_code=True\) failed", trust_remote_code=True)
     assert "hf_dumpembed is not installed where users load the model" in text
+
 
 def test_a_leak_that_slips_past_the_import_blocker_is_still_refused():
     """If hf_dumpembed ends up in sys.modules anyway (e.g. loaded by file path), the report fails.
@@ -102,6 +109,7 @@ def test_a_leak_that_slips_past_the_import_blocker_is_still_refused():
     clean = FolderReport(folder=Path("x"), kind=FolderKind.DUMPEMBED)
     compare_load_paths(out | {"leaked": False}, clean)
     assert clean.ok
+
 
 def test_load_paths_that_disagree_are_refused(publishable, hub, tmp_path):  # noqa: F811
     """A sentence-transformers config that truncates to 8 tokens makes SentenceTransformer's vectors differ from
@@ -118,7 +126,6 @@ def test_load_paths_that_disagree_are_refused(publishable, hub, tmp_path):  # no
     text = _refused(folder, hub, "vectors differ across load paths")
     assert "AutoModel vs SentenceTransformer" in text.split("vectors differ")[1]
     assert "encode_query vs encode_document" in text.split("vectors differ")[1]
-
 
 
 # Boundary checks: a bad parameter is refused with a message that names it.

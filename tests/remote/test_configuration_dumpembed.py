@@ -14,6 +14,7 @@ def _build_pooling_choices() -> tuple[str, ...]:
     commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     return tuple(next(a for a in commands.choices["build"]._actions if a.dest == "pooling").choices)
 
+
 def test_every_pooling_list_derives_from_the_remote_config() -> None:
     import typing
 
@@ -34,6 +35,7 @@ def test_every_pooling_list_derives_from_the_remote_config() -> None:
     # Every mode stock Pooling computes has a legacy (sentence-transformers 3.x) flag, so every such export ports.
     assert set(LEGACY_POOLING_FLAGS) == stock
 
+
 def test_a_pooling_mode_without_a_stock_equivalent_is_refused_by_its_own_description(monkeypatch) -> None:
     from hf_dumpembed.remote.configuration_dumpembed import POOLING_DESCRIPTIONS
 
@@ -41,6 +43,7 @@ def test_a_pooling_mode_without_a_stock_equivalent_is_refused_by_its_own_descrip
     assert stock_export_blocker({"pooling": "min"}) == "pools with the per-dimension minimum"
     assert stock_export_blocker({"pooling": "mean_no_dump"}) == (
         "pools with the mean over every token except the [DUMP] slots")
+
 
 def test_build_help_lists_the_stock_pooling_modes() -> None:
     from hf_dumpembed.commands.model import stock_pooling_modes

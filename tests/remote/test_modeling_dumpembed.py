@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from safetensors import safe_open
 from transformers import AutoModel, AutoTokenizer, BertConfig
@@ -24,24 +24,29 @@ from hf_dumpembed.remote.modeling_dumpembed import (
     last_token_index,
     spectral_matrix,
 )
+from tests.support.hypothesis_inputs import FIXTURE_SETTINGS, texts
 
 TEXTS = ["A man is eating food.", "hello", "Dense retrieval ranks passages by cosine similarity of their embeddings."]
+
 
 def _load(folder):
     model = AutoModel.from_pretrained(str(folder), trust_remote_code=True).eval()
     tokenizer = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=True)
     return model, tokenizer
 
+
 def _embed(model, tokenizer, texts, padding_side="right"):
     tokenizer.padding_side = padding_side
     with torch.no_grad():
         return model(**tokenizer(texts, padding=True, return_tensors="pt"))
+
 
 def test_pad_indices():
     right = torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]])
     left = torch.tensor([[0, 1, 1, 1], [1, 1, 1, 1]])
     assert first_token_index(right).tolist() == [0, 0] and last_token_index(right).tolist() == [2, 3]
     assert first_token_index(left).tolist() == [1, 0] and last_token_index(left).tolist() == [3, 3]
+
 
 @pytest.mark.parametrize("model_fixture", ["bert_dump_model", "llama_dump_model"])
 @pytest.mark.parametrize("pooling", ["cls", "last", "mean"])
@@ -54,6 +59,7 @@ def test_pooling_is_the_same_under_left_right_and_no_padding(request, model_fixt
     torch.testing.assert_close(right, alone, atol=1e-5, rtol=0)
     torch.testing.assert_close(left, alone, atol=1e-5, rtol=0)
 
+
 def test_pooling_reads_the_configured_position(bert_dump_model):
     model, tokenizer = _load(bert_dump_model)
     out = _embed(model, tokenizer, TEXTS)
@@ -63,6 +69,7 @@ def test_pooling_reads_the_configured_position(bert_dump_model):
     out = _embed(model, tokenizer, TEXTS)
     expected = (out.last_hidden_state * mask[..., None]).sum(1) / mask.sum(1, keepdim=True)
     torch.testing.assert_close(out.pooled_embedding, expected)
+
 
 def test_outputs_are_normalised_and_complete(bert_dump_model):
     model, tokenizer = _load(bert_dump_model)
@@ -74,6 +81,7 @@ def test_outputs_are_normalised_and_complete(bert_dump_model):
     assert len(out.hidden_states) == model.config.text_config.num_hidden_layers + 1
     assert out["sentence_embedding"] is out.sentence_embedding  # dict access, as sentence-transformers reads it
 
+
 def test_inputs_without_the_prefix_are_refused(bert_dump_model, tiny_bert):
     model, _ = _load(bert_dump_model)
     plain = AutoTokenizer.from_pretrained(str(tiny_bert))  # the backbone's own tokenizer: no [DUMP] tokens
@@ -81,6 +89,7 @@ def test_inputs_without_the_prefix_are_refused(bert_dump_model, tiny_bert):
         model(**plain(TEXTS, padding=True, return_tensors="pt"))
     with pytest.raises(ValueError, match="too short"):
         model(input_ids=torch.tensor([[2, 3]]))
+
 
 def test_projection_is_stored_in_safetensors_and_kept_fp32(bert_dump_model):
     with safe_open(str(bert_dump_model / "model.safetensors"), "pt") as weights:
@@ -101,6 +110,7 @@ def test_projection_is_stored_in_safetensors_and_kept_fp32(bert_dump_model):
         out = model(**tokenizer(TEXTS, padding=True, return_tensors="pt"))
     assert out.sentence_embedding.dtype == torch.float32
 
+
 def test_a_stored_projection_is_applied(bert_dump_model, tmp_path):
     model, tokenizer = _load(bert_dump_model)
     generator = torch.Generator().manual_seed(0)
@@ -113,9 +123,11 @@ def test_a_stored_projection_is_applied(bert_dump_model, tmp_path):
     expected = torch.nn.functional.normalize((out.pooled_embedding - mean) @ matrix, dim=-1)
     torch.testing.assert_close(out.sentence_embedding, expected)
 
+
 def test_unique_model_type_needs_trust_remote_code(bert_dump_model):
     with pytest.raises(ValueError, match="trust_remote_code"):
         AutoModel.from_pretrained(str(bert_dump_model), trust_remote_code=False)
+
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
@@ -130,6 +142,7 @@ def test_config_rejects_bad_values(kwargs, message):
     with pytest.raises(ValueError, match=message):
         DumpEmbedConfig(text_config=BertConfig(hidden_size=32, num_attention_heads=4), **kwargs)
 
+
 def test_config_round_trip_keeps_the_backbone_config(bert_dump_model):
     config = DumpEmbedConfig.from_pretrained(str(bert_dump_model))
     assert config.model_type == "dumpembed" and config.text_config.model_type == "bert"
@@ -139,6 +152,7 @@ def test_config_round_trip_keeps_the_backbone_config(bert_dump_model):
         "AutoConfig": "configuration_dumpembed.DumpEmbedConfig",
         "AutoModel": "modeling_dumpembed.DumpEmbedModel",
     }
+
 
 def test_dump_rows_get_gradients_with_activation_checkpointing(bert_dump_model):
     model, tokenizer = _load(bert_dump_model)
@@ -150,6 +164,7 @@ def test_dump_rows_get_gradients_with_activation_checkpointing(bert_dump_model):
     grad = model.get_input_embeddings().weight.grad
     assert grad[model.config.dump_token_ids].abs().sum() > 0
     assert model.projection.matrix.grad is None  # buffers: the projection is fitted, never trained
+
 
 def test_eager_attention_is_returned_for_analysis(llama_dump_model):
     model = AutoModel.from_pretrained(str(llama_dump_model), trust_remote_code=True, attn_implementation="eager")
@@ -163,24 +178,27 @@ def test_eager_attention_is_returned_for_analysis(llama_dump_model):
                                torch.ones(int(batch["attention_mask"].sum()) * rows.shape[1]))
 
 
-
 # Fast unit tests of the remote code (written to kill mutants: tests/MUTATION.md).
 
 
 DUMP_IDS = [30, 31]
+
 
 def text_config(**overrides: object) -> BertConfig:
     values = dict(vocab_size=40, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16,
                   max_position_embeddings=24, pad_token_id=0)
     return BertConfig(**{**values, **overrides})
 
+
 def tiny(**overrides: object) -> DumpEmbedModel:
     values = dict(text_config=text_config(), num_dump_tokens=2, dump_token_ids=DUMP_IDS, dump_token_offset=1)
     torch.manual_seed(0)
     return DumpEmbedModel(DumpEmbedConfig(**{**values, **overrides})).eval()
 
+
 def rng_tensor(*shape: int, seed: int = 0) -> torch.Tensor:
     return torch.from_numpy(np.random.default_rng(seed).standard_normal(shape)).float()
+
 
 def test_spectral_matrix_is_the_tempered_basis_with_the_default_eps() -> None:
     basis, eigenvalues = rng_tensor(5, 5), torch.tensor([4.0, 1.0, 1e-6, 0.0, 0.0])
@@ -193,6 +211,7 @@ def test_spectral_matrix_is_the_tempered_basis_with_the_default_eps() -> None:
     other = spectral_matrix(basis, eigenvalues, torch.tensor(1.0), 3, eps=1e-3)
     torch.testing.assert_close(other[:, 2], (basis[:, 2].double() * (1e-6 + 1e-3) ** -0.5).float())
 
+
 def test_band_matrix_is_the_middle_band_and_a_copy() -> None:
     basis = torch.arange(36, dtype=torch.float32).reshape(6, 6)
     assert torch.equal(band_matrix(basis, 2), basis[:, 2:4])
@@ -201,6 +220,7 @@ def test_band_matrix_is_the_middle_band_and_a_copy() -> None:
     band = band_matrix(basis, 2)
     band += 1
     assert basis[0, 2] == 2
+
 
 def test_projection_buffers_per_selection() -> None:
     names = {sel: {n for n, _ in DumpProjection(4, 3, sel).named_buffers()} for sel in (None, "prefix", "band",
@@ -214,6 +234,7 @@ def test_projection_buffers_per_selection() -> None:
     assert plain.eps == SPECTRAL_EPS and DumpProjection(4, 3, eps=0.5).eps == 0.5
     with pytest.raises(ValueError, match="selection must be one of"):
         DumpProjection(4, 3, "svd")
+
 
 def test_projection_routes_and_matrices_for_each_selection() -> None:
     auto = DumpProjection(4, 4, "auto")
@@ -238,6 +259,7 @@ def test_projection_routes_and_matrices_for_each_selection() -> None:
             DumpProjection(4, 4, "prefix").matrix_for(bad)
     assert DumpProjection(4, 4, "prefix").matrix_for(1).shape == (4, 1)
 
+
 def test_select_replaces_the_matrix_and_the_auto_mean() -> None:
     auto = DumpProjection(3, 3, "auto")
     auto.eigenvalues.copy_(torch.tensor([2.0, 1.0, 0.5]))
@@ -259,6 +281,7 @@ def test_select_replaces_the_matrix_and_the_auto_mean() -> None:
     with pytest.raises(ValueError, match="projection_dim=2 is not finite"):
         spectral.select(2)
 
+
 def test_projection_forward_centres_then_maps_in_fp32() -> None:
     projection = DumpProjection(3, 2)
     projection.mean.copy_(torch.tensor([1.0, 0.0, -1.0]))
@@ -266,6 +289,7 @@ def test_projection_forward_centres_then_maps_in_fp32() -> None:
     out = projection(torch.tensor([[2.0, 1.0, 0.0]], dtype=torch.float64))
     assert out.dtype == torch.float32
     assert torch.equal(out, torch.tensor([[4.0, 3.0]]))
+
 
 def test_check_loading_info_names_missing_and_misshapen_tensors() -> None:
     check_loading_info({})
@@ -283,6 +307,7 @@ def test_check_loading_info_names_missing_and_misshapen_tensors() -> None:
         check_loading_info({"mismatched_keys": shaped})
     with pytest.raises(ValueError, match=r": \('w', 1\)\. "):
         check_loading_info({"mismatched_keys": [("w", 1)]})
+
 
 def test_check_finite_names_bad_tensors_and_dump_rows() -> None:
     model = tiny()
@@ -310,10 +335,12 @@ def test_check_finite_names_bad_tensors_and_dump_rows() -> None:
     with pytest.raises(ValueError, match=r"3\.mean, 3\.matrix: every"):
         check_finite(exact)
 
+
 def test_first_and_last_token_index_under_both_paddings() -> None:
     mask = torch.tensor([[1, 1, 1, 0, 0], [0, 0, 1, 1, 1], [1, 1, 1, 1, 1], [0, 1, 1, 0, 0]])
     assert first_token_index(mask).tolist() == [0, 2, 0, 1]
     assert last_token_index(mask).tolist() == [2, 4, 4, 2]
+
 
 def test_projection_dim_argument_is_checked_and_recorded() -> None:
     model = tiny()
@@ -337,6 +364,7 @@ def test_projection_dim_argument_is_checked_and_recorded() -> None:
     config = tiny().config
     config.projection_info = {"selection": "spectral", "dim": 8, "eps": 0.25}
     assert DumpEmbedModel(config).projection.eps == 0.25
+
 
 def test_apply_projection_dim_keeps_the_provenance_in_step() -> None:
     config = tiny().config
@@ -367,6 +395,7 @@ def test_apply_projection_dim_keeps_the_provenance_in_step() -> None:
     model.apply_projection_dim(3)
     assert model.config.projection_info == {"selection": "band", "dim": 3}
 
+
 def test_check_dump_prefix_under_both_paddings() -> None:
     model = tiny()
     right = torch.tensor([[2, 30, 31, 5, 3, 0], [2, 30, 31, 3, 0, 0]])
@@ -382,12 +411,14 @@ def test_check_dump_prefix_under_both_paddings() -> None:
     model.check_dump_prefix(torch.tensor([[2, 30, 31]]), torch.ones(1, 3, dtype=torch.long))
     tiny(num_dump_tokens=0, dump_token_ids=[]).check_dump_prefix(torch.tensor([[5]]), torch.ones(1, 1))
 
+
 def test_without_dump_positions_under_both_paddings() -> None:
     model = tiny()
     mask = torch.tensor([[1, 1, 1, 1, 1, 0], [0, 1, 1, 1, 1, 1]])
     assert model.without_dump_positions(mask).tolist() == [[1, 0, 0, 1, 1, 0], [0, 1, 0, 0, 1, 1]]
     plain = tiny(num_dump_tokens=0, dump_token_ids=[])
     assert plain.without_dump_positions(mask) is mask
+
 
 def test_pool_each_mode_on_known_states() -> None:
     model = tiny(pooling="mean")
@@ -408,6 +439,7 @@ def test_pool_each_mode_on_known_states() -> None:
     assert torch.equal(model.pool(states, torch.zeros(2, 5, dtype=torch.long)), torch.zeros(2, 2))
     assert torch.equal(tiny(pooling="last").pool(states, mask), states[[0, 1], [3, 4]])
 
+
 def test_head_normalises_as_configured() -> None:
     pooled = torch.tensor([[3.0, 4.0] + [0.0] * 6, [0.0, 0.0, 0.0, 2.0] + [0.0] * 4])
     torch.testing.assert_close(tiny().head(pooled), pooled / torch.tensor([[5.0], [2.0]]))
@@ -417,6 +449,7 @@ def test_head_normalises_as_configured() -> None:
     both = tiny(normalize=False, normalize_pooled=True)
     both.projection.mean.fill_(1.0)
     torch.testing.assert_close(both.head(pooled), pooled / torch.tensor([[5.0], [2.0]]) - 1)
+
 
 def test_forward_outputs_and_left_padding_positions() -> None:
     model = tiny(normalize_pooled=True, pooling="mean")
@@ -438,9 +471,11 @@ def test_forward_outputs_and_left_padding_positions() -> None:
         model(torch.cat([ids, torch.full((1, 19), 5)], dim=1))
     model(torch.cat([ids, torch.full((1, 18), 5)], dim=1))
 
+
 def prompt_model(mode: str, limit: int = 24) -> DumpEmbedModel:
     pieces = {"prefix": [7, 8], "middle": [9], "suffix": [10, 11], "num_trailing_special": 1}
     return tiny(prompt_mode=mode, prompt_token_ids=pieces, max_position_embeddings=limit, pooling="last")
+
 
 def test_compose_prompteol_and_echo_rows() -> None:
     ids = torch.tensor([[2, 30, 31, 5, 6, 3], [2, 30, 31, 5, 3, 0]])
@@ -455,6 +490,7 @@ def test_compose_prompteol_and_echo_rows() -> None:
     assert pool.tolist() == [[0] * 8 + [1] * 5, [0] * 9 + [1] * 4]
     assert new_mask.dtype == mask.dtype and new_ids.dtype == ids.dtype
 
+
 def test_compose_prompt_truncates_the_text_to_the_position_limit() -> None:
     ids = torch.tensor([[2, 30, 31] + list(range(12, 22)) + [3]])
     mask = torch.ones_like(ids)
@@ -468,6 +504,7 @@ def test_compose_prompt_truncates_the_text_to_the_position_limit() -> None:
     new_ids, _, _ = prompt_model("prompteol", limit=4).compose_prompt(ids, mask)
     assert new_ids.tolist() == [[2, 30, 31, 7, 8, 12, 10, 11]]
 
+
 def test_forward_with_a_prompt_pools_the_composed_rows() -> None:
     model = prompt_model("echo")
     ids = torch.tensor([[2, 30, 31, 5, 6, 3]])
@@ -476,6 +513,7 @@ def test_forward_with_a_prompt_pools_the_composed_rows() -> None:
         composed, mask, pool = model.compose_prompt(ids, torch.ones_like(ids))
         states = model.backbone(input_ids=composed, attention_mask=mask).last_hidden_state
     torch.testing.assert_close(out.pooled_embedding, model.pool(states, pool, "mean"))
+
 
 def test_from_pretrained_recomposes_and_refuses(tmp_path) -> None:
     config = tiny().config
@@ -493,12 +531,14 @@ def test_from_pretrained_recomposes_and_refuses(tmp_path) -> None:
     with pytest.raises(ValueError, match="another output dimension than the projection_dim asked for"):
         DumpEmbedModel.from_pretrained(tmp_path / "fixed", projection_dim=8, projection_info={"dim": 8})
 
+
 def test_transformers_version_floor() -> None:
     for ok in ("5.20.0", "5.20", "6.0.0", "5.24.0.dev0", "5.20rc1"):
         check_transformers_version(ok)
     for old in ("5.19.9", "4.57.1", "5.2"):
         with pytest.raises(ImportError, match=rf"needs transformers >= 5\.20; transformers {old} is installed"):
             check_transformers_version(old)
+
 
 @pytest.mark.parametrize(("field", "value", "message"), [
     ("pooling", "maximum", "pooling must be one of"),
@@ -521,6 +561,7 @@ def test_config_validate_refuses_bad_fields(field: str, value: object, message: 
     with pytest.raises(ValueError, match=message):
         config.validate()
 
+
 def test_config_defaults_and_edges() -> None:
     config = DumpEmbedConfig(text_config=text_config())
     assert config.dump_token_ids == [] and config.projection_info == {} and config.training_info == {}
@@ -534,12 +575,14 @@ def test_config_defaults_and_edges() -> None:
     assert DumpEmbedConfig(text_config=text_config(), prompt_mode="prompteol",
                            prompt_token_ids={"prefix": [1]}).prompt_mode == "prompteol"
 
+
 def test_spectral_gamma_is_applied_in_float64() -> None:
     # a Python-float γ rounded to fp32 would move (1e30)^(−γ/2) by ~4e-7 relative: visible in the fp32 result
     basis, eigenvalues = torch.eye(2), torch.tensor([1e30, 1e20])
     got = spectral_matrix(basis, eigenvalues, 0.3, 2, eps=0.0)
     expected = torch.tensor([1e30, 1e20], dtype=torch.float64) ** -0.15
     assert torch.equal(got.diagonal(), expected.float())
+
 
 def test_forward_keeps_given_position_ids_and_one_left_pad() -> None:
     model = tiny(pooling="mean")
@@ -554,6 +597,7 @@ def test_forward_keeps_given_position_ids_and_one_left_pad() -> None:
     torch.testing.assert_close(one_pad, plain, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(explicit, model.pool(states, mask))
 
+
 def test_forward_returns_attentions_and_reads_tuple_backbones() -> None:
     model = tiny()
     model.set_attn_implementation("eager")
@@ -565,11 +609,13 @@ def test_forward_returns_attentions_and_reads_tuple_backbones() -> None:
     with torch.no_grad():
         assert tuples(ids).last_hidden_state.shape == (1, 5, 8)
 
+
 def test_input_embeddings_are_the_backbones() -> None:
     model = tiny()
     table = torch.nn.Embedding(40, 8)
     model.set_input_embeddings(table)
     assert model.get_input_embeddings() is table is model.backbone.embeddings.word_embeddings
+
 
 def test_compose_prompt_defaults_without_trailing_count_or_position_limit() -> None:
     model = tiny(prompt_mode="prompteol", prompt_token_ids={"prefix": [7], "suffix": [10]}, pooling="last")
@@ -581,12 +627,14 @@ def test_compose_prompt_defaults_without_trailing_count_or_position_limit() -> N
     new_ids, _, _ = model.compose_prompt(long, torch.ones_like(long))
     assert new_ids.shape == (1, 125)
 
+
 def test_forward_normalises_each_pooled_row() -> None:
     model = tiny(normalize_pooled=True)
     ids = torch.tensor([[2, 30, 31, 5, 6, 3], [2, 30, 31, 7, 3, 0]])
     with torch.no_grad():
         out = model(ids, (ids != 0).long())
     torch.testing.assert_close(out.pooled_embedding.norm(dim=-1), torch.ones(2))
+
 
 def test_projection_buffers_are_fp32_persistent_and_reset_by_init_weights() -> None:
     default = torch.get_default_dtype()
@@ -604,10 +652,12 @@ def test_projection_buffers_are_fp32_persistent_and_reset_by_init_weights() -> N
     for name in ("mean", "eigenvalues", "gammas", "centre", "routes"):
         assert torch.equal(getattr(projection, name), torch.zeros(3)), name
 
+
 def test_matrix_for_uses_the_stored_eps() -> None:
     projection = DumpProjection(2, 2, "spectral", eps=0.5)
     projection.gammas.fill_(1.0)
     assert torch.allclose(projection.matrix_for(2), torch.eye(2) * 0.5**-0.5)
+
 
 def test_absolute_position_tables_are_detected_by_name() -> None:
     from transformers import GPT2Config, LlamaConfig
@@ -618,11 +668,13 @@ def test_absolute_position_tables_are_detected_by_name() -> None:
     assert not tiny(text_config=llama)._absolute_positions
     assert tiny(text_config=gpt2)._absolute_positions and tiny()._absolute_positions
 
+
 def test_from_pretrained_loads_a_fixed_projection_as_saved(tmp_path) -> None:
     fixed = tiny().config
     fixed.projection_dim = 4
     DumpEmbedModel(fixed).save_pretrained(tmp_path)
     assert DumpEmbedModel.from_pretrained(tmp_path).projection.matrix.shape == (8, 4)
+
 
 def test_knee_fallback_is_an_integer_half() -> None:
     config = tiny().config
@@ -631,12 +683,14 @@ def test_knee_fallback_is_an_integer_half() -> None:
     model.apply_projection_dim(5)
     assert model.config.projection_info["knee"] == 2 and isinstance(model.config.projection_info["knee"], int)
 
+
 def test_check_finite_needs_no_embeddings_without_dump_ids() -> None:
     from types import SimpleNamespace
 
     module = torch.nn.Linear(2, 2)
     module.config = SimpleNamespace(dump_token_ids=[1])
     check_finite(module)
+
 
 def test_compose_prompt_pads_with_the_backbones_pad_id() -> None:
     pieces = {"prefix": [7], "suffix": [10], "num_trailing_special": 0}
@@ -648,6 +702,7 @@ def test_compose_prompt_pads_with_the_backbones_pad_id() -> None:
         new_ids, _, _ = model.compose_prompt(ids, mask)
         assert new_ids[1, 0].item() == expected and new_ids[1, 1:].tolist() == [2, 30, 31, 7, 5, 10]
 
+
 def test_validate_checks_fields_after_an_unset_optional_one() -> None:
     config = tiny().config
     config.max_position_embeddings = None
@@ -656,19 +711,11 @@ def test_validate_checks_fields_after_an_unset_optional_one() -> None:
         config.validate()
 
 
-
 # Property-based (hypothesis): the inputs are a space, not a few examples.
 
 
-WORDS = ["a", "man", "is", "eating", "food", "the", "girl", "riding", "horse", "open", "file", "read", "every",
-         "line", "dense", "retrieval", "ranks", "passages", "by", "cosine", ".", ",", "hello", "world", "xyzzy"]
-
 POOLINGS = ["cls", "last", "mean", "mean_no_dump"]
 
-FIXTURE_SETTINGS = settings(max_examples=20, deadline=None,
-                            suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-
-texts = st.lists(st.sampled_from(WORDS), min_size=1, max_size=14).map(" ".join)
 
 @pytest.fixture(scope="module")
 def loaded(bert_dump_model: Path, llama_dump_model: Path) -> dict[str, tuple]:
@@ -679,10 +726,12 @@ def loaded(bert_dump_model: Path, llama_dump_model: Path) -> dict[str, tuple]:
         out[name] = (model, AutoTokenizer.from_pretrained(str(folder), trust_remote_code=True))
     return out
 
+
 def _embed_on_side(model, tokenizer, batch: list[str], side: str) -> torch.Tensor:
     tokenizer.padding_side = side
     with torch.inference_mode():
         return model(**tokenizer(batch, padding=True, return_tensors="pt")).sentence_embedding
+
 
 @FIXTURE_SETTINGS
 @given(name=st.sampled_from(["bert", "llama"]), pooling=st.sampled_from(POOLINGS),

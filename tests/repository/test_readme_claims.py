@@ -191,3 +191,26 @@ def test_the_model_runs_on_cuda_with_the_cpu_vectors(bert_dump_model: Path):
         model = model.to("cuda")
         gpu = model(**{k: v.to("cuda") for k, v in batch.items()}).sentence_embedding.float().cpu().numpy()
     np.testing.assert_allclose(gpu, cpu, atol=1e-4)
+
+
+def test_the_claim_table_is_keyed_by_module():
+    """Every row sits under the module its first test tests (tests/<layer>/test_<module>[_aspect].py), and every
+    heading names a module or test folder that exists. Break tried: a builder claim moved under the card's heading —
+    this test failed naming it."""
+    heading, wrong = None, []
+    for line in TABLE.read_text().splitlines():
+        if match := re.match(r"^\| \*\*`([\w/.]+)`\*\*", line):
+            heading = match.group(1)
+            if not (ROOT / heading).exists():
+                wrong.append(f"heading {heading} does not exist")
+        elif heading and (first := re.search(r"`tests/(\w+)/test_(\w+)\.py::", line)):
+            layer, stem = first.groups()
+            if heading.startswith("tests/"):
+                ok = heading == f"tests/{layer}/"
+            else:
+                module = heading.removeprefix("hf_dumpembed/").removesuffix("/").removesuffix(".py")
+                ok = module == layer or (module.startswith(layer + "/") and (
+                    stem == module.split("/")[1] or stem.startswith(module.split("/")[1] + "_")))
+            if not ok:
+                wrong.append(f"{line[:80]}... sits under {heading}")
+    assert not wrong, "claim rows under the wrong module:\n" + "\n".join(wrong)

@@ -25,6 +25,7 @@ from tests.support.training_fixtures import (
 
 torch.set_num_threads(1)
 
+
 def test_jsonl_rows_with_default_and_mapped_columns(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "pairs.jsonl", toy_rows())
     rows, report = load_rows(DataConfig(path=str(path)))
@@ -36,6 +37,7 @@ def test_jsonl_rows_with_default_and_mapped_columns(tmp_path: Path) -> None:
     assert mapped == rows
     pairs, _ = load_rows(DataConfig(path=str(path), num_negatives=0))
     assert pairs[0] == rows[0][:2]
+
 
 def test_rlhn_and_mldr_layouts_jsonl_and_saved_hf_dataset(tmp_path: Path) -> None:
     import datasets
@@ -54,6 +56,7 @@ def test_rlhn_and_mldr_layouts_jsonl_and_saved_hf_dataset(tmp_path: Path) -> Non
     with pytest.raises(MalformedRow, match=r"rlhn-hf row 0: 3 negative passage\(s\), but data.num_negatives=4"):
         load_rows(DataConfig(path=str(tmp_path / "rlhn-hf"), format="rlhn", num_negatives=4))
 
+
 def test_beir_folder_gets_mined_hard_negatives_once(tiny_bert: Path, tmp_path: Path) -> None:
     folder = write_beir_folder(tmp_path / "beir")
     config = DataConfig(path=str(folder), split="train", mining=MiningConfig(range_max=10, relative_margin=None))
@@ -66,11 +69,11 @@ def test_beir_folder_gets_mined_hard_negatives_once(tiny_bert: Path, tmp_path: P
     again, _ = load_rows(config, mining_model=str(tiny_bert), cache_dir=tmp_path / "cache")
     assert again == rows and list((tmp_path / "cache").iterdir()) == [cached]
 
+
 @pytest.mark.parametrize("k", [0, 4])
 def test_mining_reads_the_text_the_trained_model_reads(tiny_bert: Path, tmp_path: Path, monkeypatch, k: int) -> None:
     """A plain mining model reads ``text_length`` tokens; a DumpEmbed one reads its K [DUMP] tokens on top."""
     import sentence_transformers.util
-
 
     miner = tiny_bert if k == 0 else build(tiny_bert, tmp_path / "dump", BuildOptions(num_dump_tokens=k))
     seen: dict[str, int] = {}
@@ -86,6 +89,7 @@ def test_mining_reads_the_text_the_trained_model_reads(tiny_bert: Path, tmp_path
     _, report = load_rows(config, mining_model=str(miner), text_length=20, cache_dir=tmp_path / "cache")
     assert seen["max_seq_length"] == 20 + k and report.mining["text_length"] == 20
 
+
 def test_a_run_mines_with_its_text_length_not_its_dump_tokens(tmp_path: Path) -> None:
     """K = 0 at 128 and K = 4 at 132 read the same text, so they mine with the same length (the same negatives)."""
     from hf_dumpembed.training.trainer import text_length
@@ -99,6 +103,7 @@ def test_a_run_mines_with_its_text_length_not_its_dump_tokens(tmp_path: Path) ->
         assert text_length(folder, config_from_dict(raw)) == 128
     raw["model"].pop("max_seq_length")
     assert text_length(folder, config_from_dict(raw)) is None
+
 
 @pytest.mark.parametrize(
     ("line", "message"),
@@ -117,6 +122,7 @@ def test_malformed_rows_name_file_and_line(tmp_path: Path, line: str, message: s
     with pytest.raises(MalformedRow, match=message):
         load_rows(DataConfig(path=str(path)))
 
+
 def test_lenient_counts_and_reports_malformed_rows(tmp_path: Path) -> None:
     lines = [json.dumps(r) for r in toy_rows()]
     lines[4], lines[9] = "{oops", '{"query": "q"}'
@@ -124,6 +130,7 @@ def test_lenient_counts_and_reports_malformed_rows(tmp_path: Path) -> None:
     rows, report = load_rows(DataConfig(path=str(path), lenient=True))
     assert len(rows) == len(TEXTS) - 2 and report.skipped_rows == 2
     assert report.skipped_examples[0].startswith(f"{path}:5:") and report.skipped_examples[1].startswith(f"{path}:10:")
+
 
 def test_empty_data_and_subsets(tmp_path: Path) -> None:
     empty = write_jsonl(tmp_path / "empty.jsonl", [])
@@ -140,7 +147,9 @@ def test_empty_data_and_subsets(tmp_path: Path) -> None:
     dataset, reports = load_training_data((DataConfig(path=str(path)), DataConfig(path=str(path), max_rows=3)))
     assert dataset.column_names == ["anchor", "positive", "negative_1"] and len(dataset) == len(TEXTS) + 3
 
+
 BASE = {"model": {"backbone": "some/backbone"}, "data": {"path": "x.jsonl"}, "output": "out"}
+
 
 @pytest.mark.parametrize(
     ("patch", "message"),
@@ -165,6 +174,7 @@ def test_bad_configs_say_what_is_wrong(patch: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         config_from_dict({**BASE, **patch})
 
+
 def test_config_file_errors_and_overrides(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         load_config(tmp_path / "nope.yaml")
@@ -177,6 +187,7 @@ def test_config_file_errors_and_overrides(tmp_path: Path) -> None:
     assert load_config(tmp_path / "run.yaml").training.mini_batch_size == 32
     assert config.checkpoint_dir == str(Path("out.checkpoints").resolve()) and config.model.backbone == "some/backbone"
 
+
 def test_training_refuses_impossible_runs(tiny_bert: Path, tmp_path: Path) -> None:
     data = write_jsonl(tmp_path / "toy.jsonl", toy_rows())
     with pytest.raises(ValueError, match=r"global batch \(32 per device x 1 device\(s\) = 32\) is larger than the "
@@ -187,6 +198,7 @@ def test_training_refuses_impossible_runs(tiny_bert: Path, tmp_path: Path) -> No
         raw["model"] = {"init_from": str(tiny_bert)}
         train(config_from_dict(raw))
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
 
 def test_backbone_whose_tokenizer_cannot_take_the_prefix(tmp_path: Path) -> None:
     from tokenizers import Tokenizer, models, pre_tokenizers
@@ -202,7 +214,6 @@ def test_backbone_whose_tokenizer_cannot_take_the_prefix(tmp_path: Path) -> None
     data = write_jsonl(tmp_path / "toy.jsonl", toy_rows())
     with pytest.raises(ValueError, match="Tokenizer type not supported: model 'WordLevel'"):
         train(config_from_dict(run_config(tmp_path / "sp", data, tmp_path / "out")))
-
 
 
 # Boundary checks: a bad parameter is refused with a message that names it.

@@ -24,6 +24,7 @@ from tests.support.training_fixtures import TEXTS, KillAfterSave, StepsRan, run_
 
 torch.set_num_threads(1)  # oversubscribed threads are ~20x slower on the shared 2 cores
 
+
 def _toy_loss(model_dir: Path) -> float:
     """InfoNCE (scale 20, in-batch + hard negatives) of a saved model on the whole toy set as one batch."""
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
@@ -34,20 +35,24 @@ def _toy_loss(model_dir: Path) -> float:
     with torch.no_grad():
         return float(MultipleNegativesRankingLoss(model, scale=20.0)(features, None))
 
+
 def _dump_rows(model_dir: Path) -> torch.Tensor:
     config = json.loads((model_dir / "config.json").read_text())
     weights = load_file(model_dir / "model.safetensors")
     key = next(k for k in weights if k.endswith("word_embeddings.weight"))
     return weights[key][config["dump_token_ids"]]
 
+
 @pytest.fixture(scope="module")
 def toy_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_jsonl(tmp_path_factory.mktemp("toy") / "toy.jsonl", toy_rows())
+
 
 @pytest.fixture(scope="module")
 def trained(tiny_bert: Path, toy_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("trained") / "model"
     return train(config_from_dict(run_config(tiny_bert, toy_data, out, epochs=6)))
+
 
 def test_training_lowers_the_loss_and_moves_the_dump_rows(trained: Path) -> None:
     initial = Path(f"{trained}.checkpoints") / INITIAL_MODEL
@@ -55,6 +60,7 @@ def test_training_lowers_the_loss_and_moves_the_dump_rows(trained: Path) -> None
     assert after < before - 0.3, (before, after)
     moved = (_dump_rows(trained) - _dump_rows(initial)).norm(dim=1)
     assert bool((moved > 1e-4).all()), moved
+
 
 def test_trained_folder_loads_everywhere_with_the_prefix(trained: Path) -> None:
     config = json.loads((trained / "config.json").read_text())
@@ -70,6 +76,7 @@ def test_trained_folder_loads_everywhere_with_the_prefix(trained: Path) -> None:
     assert torch.allclose(auto, st.encode(TEXTS[:3], convert_to_tensor=True), atol=1e-5)
     assert st.max_seq_length == 32
 
+
 def test_trained_folder_exports_to_stock_st_and_renders_its_card(trained: Path, tmp_path: Path) -> None:
     from hf_dumpembed.export.stock import export_stock_st
     from hf_dumpembed.export.verify import check_load_paths
@@ -79,6 +86,7 @@ def test_trained_folder_exports_to_stock_st_and_renders_its_card(trained: Path, 
     assert report.ok, report.describe()
     card = (trained / "README.md").read_text()
     assert "fine-tuned on `toy`" in card and "CachedMultipleNegativesRankingLoss" in card
+
 
 def test_trained_folder_records_the_run(trained: Path) -> None:
     info = json.loads((trained / "config.json").read_text())["training_info"]
@@ -95,12 +103,14 @@ def test_trained_folder_records_the_run(trained: Path) -> None:
     assert not any(p.name.startswith("checkpoint-") for p in trained.iterdir())
     assert any(p.name.startswith("checkpoint-") for p in Path(f"{trained}.checkpoints").iterdir())
 
+
 def test_resolved_config_reproduces_the_run_config(trained: Path) -> None:
     text = (trained / "training" / "config.yaml").read_text()
     again = config_from_dict(yaml.safe_load(text))
     assert again.training.epochs == 6 and again.model.num_dump_tokens == 4
     # Published: local paths as relative paths or names (the trained folder lies outside the working directory).
     assert Path(again.output).name == trained.name and str(trained.parent) not in text
+
 
 def test_cli_trains_k0_through_the_same_code(tiny_bert: Path, toy_data: Path, tmp_path: Path) -> None:
     raw = run_config(tiny_bert, toy_data, tmp_path / "k0", max_steps=2, gradient_checkpointing=True)
@@ -115,6 +125,7 @@ def test_cli_trains_k0_through_the_same_code(tiny_bert: Path, toy_data: Path, tm
     assert st.encode(["hello"]).shape == (1, 32)
     with pytest.raises(SystemExit, match="already holds a trained model|already exists"):
         cli_main(["train", str(config_file)])
+
 
 def test_cached_loss_equals_plain_loss(bert_dump_model: Path) -> None:
     """GradCache is exact: same loss and same gradients as the plain loss on one batch (dropout off)."""
@@ -147,12 +158,15 @@ def test_cached_loss_equals_plain_loss(bert_dump_model: Path) -> None:
     for name, grad in plain_grads.items():
         assert torch.allclose(grad, cached_grads[name], rtol=1e-7, atol=1e-10), name
 
+
 def _weights(model_dir: Path) -> dict[str, torch.Tensor]:
     return load_file(model_dir / "model.safetensors")
+
 
 def _max_difference(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
     assert a.keys() == b.keys()
     return max(float((a[k] - b[k]).abs().max()) for k in a)
+
 
 def _fork(config: TrainConfig, output: Path, edit: Callable[[Path], None]) -> TrainConfig:
     """A copy of an interrupted run's checkpoints for another output, with ``edit`` applied to its last checkpoint."""
@@ -163,16 +177,19 @@ def _fork(config: TrainConfig, output: Path, edit: Callable[[Path], None]) -> Tr
     edit(Path(last_complete_checkpoint(fork.checkpoint_path)))
     return fork
 
+
 def _scale_adam_second_moments(checkpoint: Path) -> None:
     state = torch.load(checkpoint / "optimizer.pt", weights_only=True)
     for moments in state["state"].values():
         moments["exp_avg_sq"].mul_(100.0)
     torch.save(state, checkpoint / "optimizer.pt")
 
+
 def _rewind_scheduler(checkpoint: Path) -> None:
     state = torch.load(checkpoint / "scheduler.pt", weights_only=True)
     state["last_epoch"], state["_step_count"] = 0, 1
     torch.save(state, checkpoint / "scheduler.pt")
+
 
 def test_kill_and_resume_equals_an_uninterrupted_run(tiny_bert: Path, toy_data: Path, tmp_path: Path) -> None:
     """A run stopped after checkpoint-4 (of 6 steps; 3 per epoch, so mid-epoch 2) and resumed runs steps 5 and 6
@@ -213,6 +230,7 @@ def test_kill_and_resume_equals_an_uninterrupted_run(tiny_bert: Path, toy_data: 
         assert (ran.started_at, ran.steps) == (4, [5, 6]), name
         assert _max_difference(a, _weights(perturbed)) > 1e-4, f"the checkpoint's {name} state was not used"
 
+
 def test_resume_refuses_a_changed_config(tiny_bert: Path, toy_data: Path, tmp_path: Path) -> None:
     config = config_from_dict(run_config(tiny_bert, toy_data, tmp_path / "m", max_steps=3, save_steps=1))
     with pytest.raises(KeyboardInterrupt):
@@ -221,6 +239,7 @@ def test_resume_refuses_a_changed_config(tiny_bert: Path, toy_data: Path, tmp_pa
                                           learning_rate=1e-3))
     with pytest.raises(ValueError, match="config differs"):
         train(changed, resume=True)
+
 
 def test_a_checkpoint_interrupted_while_saving_is_skipped(tmp_path: Path) -> None:
     from hf_dumpembed.training.trainer import last_complete_checkpoint
@@ -235,7 +254,6 @@ def test_a_checkpoint_interrupted_while_saving_is_skipped(tmp_path: Path) -> Non
     assert last_complete_checkpoint(tmp_path / "missing") is None
 
 
-
 # Resume decisions without training (written to kill mutants: tests/MUTATION.md).
 
 
@@ -244,6 +262,7 @@ def checkpoint(folder: Path, step: int, complete: bool = True) -> Path:
     path.mkdir(parents=True)
     (path / "trainer_state.json").write_text(json.dumps({"global_step": step}) if complete else "{trunc")
     return path
+
 
 def test_last_complete_checkpoint_is_the_highest_readable_step(tmp_path: Path) -> None:
     assert last_complete_checkpoint(tmp_path / "absent") is None
@@ -257,6 +276,7 @@ def test_last_complete_checkpoint_is_the_highest_readable_step(tmp_path: Path) -
     (tmp_path / "checkpoint-50").mkdir()  # no trainer_state.json: killed while saving
     assert last_complete_checkpoint(tmp_path) == str(tmp_path / "checkpoint-10")  # 10 > 9 numerically
     assert not (tmp_path / "checkpoint-50").exists() and (tmp_path / "checkpoint-last").exists()
+
 
 def test_a_partial_checkpoint_is_removed_only_by_rank_zero(tmp_path: Path, monkeypatch, caplog) -> None:
     checkpoint(tmp_path, 3)
@@ -275,6 +295,7 @@ def test_a_partial_checkpoint_is_removed_only_by_rank_zero(tmp_path: Path, monke
     (tmp_path / "checkpoint-3" / "trainer_state.json").unlink()
     assert last_complete_checkpoint(tmp_path) is None
 
+
 def make_config(tmp_path: Path, **top: object):
     backbone = tmp_path / "backbone"
     backbone.mkdir(exist_ok=True)
@@ -282,6 +303,7 @@ def make_config(tmp_path: Path, **top: object):
     raw = run_config(backbone, data, tmp_path / "out")
     raw.update(top)
     return config_from_dict(raw)
+
 
 def test_check_resumable_decisions(tmp_path: Path, caplog) -> None:
     config = make_config(tmp_path)
@@ -300,6 +322,7 @@ def test_check_resumable_decisions(tmp_path: Path, caplog) -> None:
     assert "no checkpoint in" not in caplog.text
     with pytest.raises(FileExistsError, match=r"holds checkpoints of an earlier run \(checkpoint-4\)"):
         check_resumable(config, resume=False)
+
 
 def test_resume_refuses_another_config_and_a_finished_output(tmp_path: Path) -> None:
     config = make_config(tmp_path)
@@ -325,6 +348,7 @@ def test_resume_refuses_another_config_and_a_finished_output(tmp_path: Path) -> 
     (out / "model.safetensors").unlink()
     assert check_resumable(config, resume=True) is None
 
+
 def test_resume_refuses_an_output_inside_its_inputs(tmp_path: Path) -> None:
     config = make_config(tmp_path, output=str(tmp_path))
     with pytest.raises(ValueError, match="lies inside the output"):
@@ -333,8 +357,10 @@ def test_resume_refuses_an_output_inside_its_inputs(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="lies inside the output"):
         check_resumable(config, resume=False)
 
+
 def report(name: str, sha: str) -> DataReport:
     return DataReport(name=name, path=f"/data/{name}", format="pairs", sha256=sha, num_rows=1, files=[])
+
 
 def test_check_data_unchanged_records_and_compares(tmp_path: Path, caplog) -> None:
     nested = tmp_path / "not" / "yet" / "there"
@@ -357,7 +383,6 @@ def test_check_data_unchanged_records_and_compares(tmp_path: Path, caplog) -> No
     with caplog.at_level(logging.WARNING):
         check_data_unchanged(folder, [report("c", "4" * 64)], resuming=True)
     assert "has no record of the data hashes" in caplog.text and json.loads(path.read_text()) == {"c": "4" * 64}
-
 
 
 # Failures leave nothing half-written; inputs are checked before any work.
