@@ -29,14 +29,6 @@ from .stock_compat import make_portable
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 
 
-def projection_is_identity(model: DumpEmbedModel) -> bool:
-    """True when the stored projection is exactly ``y = x`` (no Dense layer is needed)."""
-    matrix, mean = model.projection.matrix, model.projection.mean
-    if matrix.shape[0] != matrix.shape[1]:
-        return False
-    return bool(torch.equal(matrix, torch.eye(matrix.shape[0], dtype=matrix.dtype)) and not mean.any())
-
-
 def source_dense_as_dense(model: DumpEmbedModel) -> Dense | None:
     """The source's folded Dense layers (``x @ weight + bias``) as one stock linear Dense; None without them."""
     if model.pooled_dense is None:
@@ -101,7 +93,7 @@ def _export(model_dir: Path, out_dir: str | Path, overwrite: bool, check: Callab
         dense = source_dense_as_dense(model)
         if dense is not None:
             modules.append(dense)
-        if not projection_is_identity(model):
+        if not model.projection_is_identity():  # the model's own rule: no Dense layer is needed
             if model.config.normalize_pooled:  # fitted maps read the unit-length pooled embedding
                 modules.append(Normalize())
             modules.append(projection_as_dense(model))

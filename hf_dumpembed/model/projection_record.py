@@ -109,7 +109,7 @@ METHOD_NAMES = tuple(METHODS)
 
 def method_spec(name: str) -> MethodSpec:
     """The vocabulary entry of ``name``; ValueError naming the methods when there is none."""
-    if name not in METHODS:
+    if not isinstance(name, str) or name not in METHODS:
         raise ValueError(f"method must be one of {METHOD_NAMES}; got {name!r}.")
     return METHODS[name]
 

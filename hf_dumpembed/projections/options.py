@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from ..model.projection_record import METHOD_NAMES, METHODS, OPTION_RULES, MethodSpec
+from ..model.projection_record import METHOD_NAMES, METHODS, OPTION_RULES, MethodSpec, method_spec
 from ..model.prompting import PromptMode, prompt_mode
 from .pseudo import DEFAULT_MAX_PAIRS
 
@@ -58,9 +58,7 @@ class FitOptions:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        if self.method not in METHOD_NAMES:
-            raise ValueError(f"method must be one of {METHOD_NAMES}; got {self.method!r}.")
-        object.__setattr__(self, "method", Method(self.method))
+        object.__setattr__(self, "method", Method(method_spec(self.method).name))  # ValueError naming the methods
         self._check_types()
         if self.prompt is not None:
             object.__setattr__(self, "prompt", prompt_mode(self.prompt))

@@ -6,7 +6,7 @@ line here; the CLI, `FitOptions`' rules and the card follow from the vocabulary.
 
 from __future__ import annotations
 
-from ..model.projection_record import METHOD_NAMES
+from ..model.projection_record import METHOD_NAMES, method_spec
 from .methods import embedfilter, fixed, spectemp, tempered
 from .methods.common import FitContext, FittedProjection, Fitter, PseudoSet
 from .options import FitOptions
@@ -29,9 +29,7 @@ if set(FITTERS) != set(METHOD_NAMES):  # checked at import (not an assert: it mu
 
 def fitter(method: str) -> Fitter:
     """The fitter of ``method`` (a name of the vocabulary)."""
-    if method not in FITTERS:
-        raise ValueError(f"method must be one of {tuple(FITTERS)}; got {method!r}.")
-    return FITTERS[method]
+    return FITTERS[method_spec(method).name]
 
 
 def fit_spectral(spectrum: Spectrum, options: FitOptions, pseudo: PseudoSet | None = None) -> FittedProjection:
