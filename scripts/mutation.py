@@ -29,11 +29,11 @@ M = "hf_dumpembed"
 GROUPS: dict[str, list[str]] = {
     "remote.configuration": [f"{M}.remote.configuration_dumpembed.*"],
     "remote.modeling": [f"{M}.remote.modeling_dumpembed.*"],
-    "projections.linear": [f"{M}.projections.linear.*"],
-    "projections.baselines": [f"{M}.projections.baselines.*"],
-    "projections.embedfilter": [f"{M}.projections.embedfilter.*"],
-    "projections.spectemp": [f"{M}.projections.spectemp.*"],
-    "projections.stats": [f"{M}.projections.stats.*"],
+    "projections.maths.statistics": [f"{M}.projections.maths.statistics.*"],
+    "projections.maths.spectrum": [f"{M}.projections.maths.spectrum.*"],
+    "projections.maths.gamma_curve": [f"{M}.projections.maths.gamma_curve.*"],
+    "projections.maths.band_basis": [f"{M}.projections.maths.band_basis.*"],
+    "projections.maths.reference_maps": [f"{M}.projections.maths.reference_maps.*"],
     "model.tokenizer": [f"{M}.model.tokenizer.*"],
     "training.resume": [f"{M}.training.trainer.x_last_complete_checkpoint__*",
                         f"{M}.training.trainer.x_check_resumable__*",
@@ -101,13 +101,14 @@ SETUP = (
     "mutmut 3.8 (`[tool.mutmut]` in pyproject.toml), fork isolation, one worker under `nice -n 15`, one BLAS "
     "thread. Mutated: the remote code (configuration, modeling: pooling, [DUMP] prefix check, prompt "
     "composition, projection recomposition, load-time checks), the projection formulas and statistics "
-    "(linear, baselines, embedfilter, spectemp, stats), the tokenizer's [DUMP] prefix and training's resume "
-    "decisions (`last_complete_checkpoint`, `check_resumable`, `check_data_unchanged`). Tests run per mutant: "
-    "the tests of those modules that reach the mutated function (the files `[tool.mutmut]` lists: "
-    "tests/remote/test_modeling_dumpembed.py, tests/model/test_tokenizer.py, tests/training/test_trainer.py, "
-    "tests/projections/test_{linear,stats,spectemp,baselines,embedfilter}.py). Lines that only word an "
-    "error/warning/log message are not mutated. Score = (killed + timeout) / checked mutants; 'no tests' counts "
-    "as a survivor. Survivors and why they are equivalent: tests/MUTATION.md."
+    "(projections/maths/: statistics, spectrum, gamma_curve, band_basis, reference_maps), the tokenizer's [DUMP] "
+    "prefix and training's resume decisions (`last_complete_checkpoint`, `check_resumable`, "
+    "`check_data_unchanged`). Tests run per mutant: the tests of those modules that reach the mutated function "
+    "(the files `[tool.mutmut]` lists: tests/remote/test_modeling_dumpembed.py, tests/model/test_tokenizer.py, "
+    "tests/training/test_trainer.py, "
+    "tests/projections/test_maths_{statistics,spectrum,gamma_curve,band_basis,reference_maps}.py). Lines that only "
+    "word an error/warning/log message are not mutated. Score = (killed + timeout) / checked mutants; 'no tests' "
+    "counts as a survivor. Survivors and why they are equivalent: tests/MUTATION.md."
 )
 
 

@@ -1,20 +1,23 @@
 """Atomic, exclusive output folders: one writer per output, a whole old or a whole new folder at every instant.
 
-A writer takes ``.<name>.lock`` next to the output (``fcntl.flock``: released by the kernel when the process dies,
-so a killed run never blocks the next one), writes into ``.<name>.staging-*`` and then swaps it in: one
-``renameat2(RENAME_EXCHANGE)`` where Linux and the filesystem support it, else rename the old folder aside
-(``.<name>.replaced-*``), rename the new one in, delete the old one. The next writer of the same output first
-recovers what a killed run left: an old folder set aside with no new one in place is renamed back, stale staging
-and set-aside folders are deleted.
+A writer takes ``.<name>.lock`` next to the output (filelock's native lock, ``flock`` on Unix and ``LockFileEx`` on
+Windows: released by the system when the process dies, so a killed run never blocks the next one; where a platform
+has neither, the file's exclusive creation, broken when the pid it records is gone), writes into
+``.<name>.staging-*`` and then swaps it in: one ``renameat2(RENAME_EXCHANGE)`` where Linux and the filesystem
+support it, else rename the old folder aside (``.<name>.replaced-*``), rename the new one in, delete the old one.
+The next writer of the same output first recovers what a killed run left: an old folder set aside with no new one
+in place is renamed back, stale staging and set-aside folders are deleted.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import fcntl
+import errno
 import json
 import os
+import platform
+import re
 import shutil
 import sys
 import tempfile
@@ -23,13 +26,86 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from filelock import has_fcntl, lock_descriptor
+
 STAGING = ".staging-"
 ASIDE = ".replaced-"
 LOCK = ".lock"
+_BINARY = getattr(os, "O_BINARY", 0)  # Windows: no newline translation in the lock file
+# The holder's record starts after byte 0, which Windows' lock (LockFileEx on that byte) keeps unreadable to others.
+RECORD_OFFSET = 1
+# filelock's native lock exists: LockFileEx on Windows, flock where Python has fcntl (else the exclusive creation).
+NATIVE_LOCK = sys.platform == "win32" or has_fcntl
 
 
 class OutputBusy(FileExistsError):
     """Another run is writing the same output folder."""
+
+
+class OutputWriteError(OSError):
+    """An output could not be written: the disk is full, the quota exceeded or the file system read-only (its
+    ``errno`` says which). Nothing was left behind and the old output is as it was."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)  # the whole sentence, without OSError's "[Errno N] ...: 'file'" wrapping
+
+
+# errno -> (what happened, what to do)
+DISK_ERRORS = {
+    errno.ENOSPC: ("no space is left on the device", "free space on it, or choose an output on another disk"),
+    errno.EDQUOT: ("the disk quota is exceeded", "free space within your quota, or choose an output elsewhere"),
+    errno.EROFS: ("the file system is read-only", "choose an output on a writable file system"),
+}
+_QUOTED_OS_ERROR = re.compile(r"\(os error (\d+)\)")  # how safetensors' Rust errors quote the OS error
+_QUOTED_PATH = re.compile(r'at path "([^"]+)"')
+
+
+def disk_errno(error: BaseException) -> int | None:
+    """The errno of a full disk, exceeded quota or read-only file system behind ``error`` (an OSError, or an error
+    of a library that quotes the OS error, as safetensors does); None for any other error."""
+    if isinstance(error, OSError):
+        code = error.errno
+    else:
+        match = _QUOTED_OS_ERROR.search(str(error))
+        code = int(match[1]) if match else None
+    return code if code in DISK_ERRORS else None
+
+
+def failed_path(error: BaseException) -> str | None:
+    """The file an OSError (or a safetensors error quoting its path) names, if any."""
+    if isinstance(error, OSError) and error.filename is not None:
+        return os.fsdecode(error.filename)
+    match = _QUOTED_PATH.search(str(error))
+    return match[1] if match else None
+
+
+def disk_error_message(code: int, target: str | Path, file: str | None = None) -> str:
+    """One line for a write to ``target`` (the output, or the file written) that failed with ``code``."""
+    happened, to_do = DISK_ERRORS[code]
+    where = f" (while writing {file})" if file and Path(file) != Path(target) else ""
+    return f"could not write {target}: {happened}{where}; {to_do}."
+
+
+def _shown_path(file: str, out_dir: Path) -> str:
+    """``file`` as the user knows it: a path inside a staging folder (or the staging file) is shown under
+    ``out_dir``."""
+    path = Path(file)
+    for folder in [path, *path.parents]:
+        if folder.parent == out_dir.parent and folder.name.startswith(f".{out_dir.name}{STAGING}"):
+            return str(out_dir / path.relative_to(folder))
+    return file
+
+
+def as_output_error(error: BaseException, out_dir: Path) -> OutputWriteError | None:
+    """``error`` as an `OutputWriteError` of ``out_dir`` when a full disk, quota or read-only file system caused
+    it; None otherwise."""
+    code = disk_errno(error)
+    if code is None or isinstance(error, OutputWriteError):
+        return None
+    file = failed_path(error)
+    message = (disk_error_message(code, out_dir, file and _shown_path(file, out_dir))
+               + f" {out_dir} is as it was (or still absent).")
+    return OutputWriteError(code, message, file)
 
 
 def _fault_point(name: str) -> None:
@@ -46,8 +122,22 @@ _HELD: dict[Path, int] = {}  # locks this process holds (re-entrant: a command l
 @contextmanager
 def output_lock(out_dir: str | Path) -> Iterator[Path]:
     """Hold the exclusive lock of ``out_dir``; OutputBusy naming the other run when it is taken. Creates the
-    parent folders, and removes those it created (if still empty) when released."""
+    parent folders, and removes those it created (if still empty) when released. A full disk, exceeded quota or
+    read-only file system while it is held (the lock's own file included) is an `OutputWriteError` naming
+    ``out_dir``, raised after the cleanup."""
     out_dir = Path(out_dir).expanduser().resolve()
+    try:
+        with _locked(out_dir) as path:
+            yield path
+    except Exception as error:
+        converted = as_output_error(error, out_dir)
+        if converted is None:
+            raise
+        raise converted from error
+
+
+@contextmanager
+def _locked(out_dir: Path) -> Iterator[Path]:
     path = lock_path(out_dir)
     if path in _HELD:
         _HELD[path] += 1
@@ -65,18 +155,15 @@ def output_lock(out_dir: str | Path) -> Iterator[Path]:
         raise
     _HELD[path] = 1
     try:
-        record = {"pid": os.getpid(), "command": " ".join(sys.argv)[:300],
+        record = {"pid": os.getpid(), "host": platform.node(), "command": " ".join(sys.argv)[:300],
                   "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(record).encode(), 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, b"\n" + json.dumps(record).encode())
         yield path
     finally:
         del _HELD[path]
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
-        os.close(fd)  # releases the flock
+        _release(fd, path)
         _remove_empty(created)
 
 
@@ -88,21 +175,40 @@ def _remove_empty(folders: list[Path]) -> None:
             break
 
 
+def _native_lock(fd: int) -> bool:
+    """Lock ``fd`` exclusively without waiting, with filelock's primitive (``flock`` on Unix, ``LockFileEx`` on
+    Windows): True when taken, False when another process holds it."""
+    return lock_descriptor(fd, blocking=False)
+
+
+def _holder(fd: int) -> dict | None:
+    """The record the lock's holder wrote (pid, host, command, start), None when unreadable or not written yet."""
+    try:
+        os.lseek(fd, RECORD_OFFSET, os.SEEK_SET)
+        who = json.loads(os.read(fd, 4096).decode("utf-8", "replace").strip())
+    except (OSError, ValueError):
+        return None
+    return who if isinstance(who, dict) else None
+
+
+def _busy(out_dir: Path, who: dict | None) -> OutputBusy:
+    try:
+        named = f"pid {who['pid']}, `{who['command']}`, started {who['started']}"
+    except (KeyError, TypeError):
+        named = "another process"
+    return OutputBusy(f"{out_dir} is being written by another run ({named}); wait for it to finish or choose another "
+                      "output folder.")
+
+
 def _acquire(path: Path, out_dir: Path) -> int:
+    if not NATIVE_LOCK:
+        return _acquire_by_creation(path, out_dir)
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | _BINARY, 0o644)
+        if not _native_lock(fd):
+            who = _holder(fd)
             os.close(fd)
-            try:
-                who = json.loads(holder)
-                who = f"pid {who['pid']}, `{who['command']}`, started {who['started']}"
-            except (ValueError, KeyError, TypeError):
-                who = "another process"
-            raise OutputBusy(f"{out_dir} is being written by another run ({who}); wait for it to finish or choose "
-                             "another output folder.") from None
+            raise _busy(out_dir, who) from None
         try:
             same = os.fstat(fd).st_ino == os.stat(path).st_ino
         except FileNotFoundError:
@@ -110,6 +216,52 @@ def _acquire(path: Path, out_dir: Path) -> int:
         if same:  # not a lock file that its holder unlinked while we waited to open it
             return fd
         os.close(fd)
+
+
+def _acquire_by_creation(path: Path, out_dir: Path) -> int:
+    """The lock where the platform has no native one: the lock file's exclusive creation. A file whose holder is
+    gone (its recorded pid no longer runs on this host: a killed run) is removed and the creation tried again."""
+    while True:
+        try:
+            return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | _BINARY, 0o644)
+        except FileExistsError:
+            fd = os.open(path, os.O_RDONLY | _BINARY)
+            try:
+                who = _holder(fd)
+            finally:
+                os.close(fd)
+            if not _holder_is_gone(who):
+                raise _busy(out_dir, who) from None
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+
+
+def _holder_is_gone(who: dict | None) -> bool:
+    """Whether the recorded holder is a process of this host that no longer runs (POSIX; elsewhere never)."""
+    if os.name != "posix" or not isinstance(who, dict) or who.get("host") != platform.node():
+        return False
+    try:
+        os.kill(int(who["pid"]), 0)
+    except ProcessLookupError:
+        return True
+    except (OSError, KeyError, TypeError, ValueError):
+        return False
+    return False
+
+
+def _release(fd: int, path: Path) -> None:
+    """Remove the lock file and release the lock (POSIX: unlinked first, so a waiter that opened it sees another
+    inode and retries; Windows cannot remove an open file, so it is closed first)."""
+    if os.name == "nt":
+        os.close(fd)
+    try:
+        os.unlink(path)
+    except (FileNotFoundError, PermissionError):
+        pass  # Windows: another run opened it meanwhile, and takes it
+    if os.name != "nt":
+        os.close(fd)  # releases the lock
 
 
 def recover(out_dir: Path) -> list[str]:

@@ -74,7 +74,7 @@ def logit_lens(
     max_length: int | None = None,
 ) -> LogitLens:
     """Top-``top_k`` tokens of each text's pooled state through W_U, before/after EmbedFilter with ratio τ."""
-    from ..projections.embedfilter import band_size, gram_basis
+    from ..projections.maths.band_basis import band_size, gram_basis
     from ..projections.unembedding import find_unembedding
     from ..remote.modeling_dumpembed import band_start
     from .token_stats import backbone_forward, encode_one, load_for_analysis

@@ -1,7 +1,8 @@
 """Post-hoc projections fitted on corpus embeddings: SpecTemp, EmbedFilter and the paper's baselines.
 
-The maths lives in the submodules (``stats``, ``spectemp``, ``baselines``, ``embedfilter``, ``auto``, ...); this
-package exports the fit's entry points and the method registry.
+The maths lives in ``maths/`` (statistics, spectrum, SpecTemp's γ curve, pseudo-queries, auto mode, EmbedFilter's
+basis, the numpy reference maps), one fitter per method in ``methods/``; this package exports the fit's entry points
+and the method registry.
 """
 
 from __future__ import annotations

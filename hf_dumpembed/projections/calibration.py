@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 from ..model.quantization import Calibration
 from ..remote.modeling_dumpembed import DumpProjection
-from .pseudo import paired_ndcg_from_scores
+from .maths.pseudo_queries import paired_ndcg_from_scores
 
 CALIBRATION_TEXTS = 10_000  # at most this many corpus texts (a seeded sample) are measured
 INT8_PERCENTILE = 0.0  # int8 range: the INT8_PERCENTILE-th to (100 - INT8_PERCENTILE)-th percentile; 0 = min/max

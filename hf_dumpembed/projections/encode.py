@@ -10,7 +10,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
-from .stats import StreamingStats, as_float_array
+from .maths.statistics import StreamingStats, as_float_array
 
 logger = logging.getLogger(__name__)
 

@@ -19,20 +19,19 @@ from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from .._utils.atomic import output_lock
 from .._utils.folders import check_output_dir
-from .._utils.remote_trust import require_trusted_code
 from ..model.folder_check import require_dumpembed_folder
+from ..model.folder_schema import require_trusted_code
 from ..model.projection_record import ProjectionInfo
 from ..model.prompting import PROMPT_TEMPLATES, PromptMode, prompt_mode, set_prompt_mode  # noqa: F401 - re-exported
 from ..model.quantization import CALIBRATION_FILE, Calibration
 from ..remote import DumpEmbedModel
 from ..remote.modeling_dumpembed import DumpProjection, check_finite
-from .auto import check_pseudo_queries
 from .calibration import calibrate, calibration_sample, pseudo_query_frontier
 from .corpus import Corpus, read_corpus
 from .encode import encode_corpus, encode_texts
+from .maths.pseudo_queries import PseudoQueries, build_pseudo_queries, check_pseudo_queries
 from .methods.common import FitContext, FittedProjection, PseudoSet
 from .options import DEFAULT_SPECTEMP_MODE, SPECTEMP_MODES, FitOptions, Method  # noqa: F401 - re-exported
-from .pseudo import PseudoQueries, build_pseudo_queries
 from .registry import fitter
 from .writer import provenance
 from .writer import write_folder as _write_folder

@@ -1,22 +1,48 @@
-"""`FitOptions`: what a fit fits, checked against the method vocabulary (`hf_dumpembed.model.projection_record`)."""
+"""`FitOptions`: what a fit fits, checked by pydantic (`hf_dumpembed._utils.checked`) and against the method
+vocabulary (`hf_dumpembed.model.projection_record`): each field's type and range first, then which method takes
+which option."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
 from enum import Enum
+from typing import Annotated
 
+from pydantic import BeforeValidator, Field, StrictFloat, StrictInt, StrictStr, model_validator
+
+from .._utils.checked import checked_options
 from ..model.projection_record import METHOD_NAMES, METHODS, OPTION_RULES, MethodSpec, method_spec
 from ..model.prompting import PromptMode, prompt_mode
-from .pseudo import DEFAULT_MAX_PAIRS
+from .maths.pseudo_queries import DEFAULT_MAX_PAIRS
 
 # The methods as an enum (``FitOptions.method``), generated from the vocabulary.
 Method = Enum("Method", {name.upper().replace("-", "_"): name for name in METHOD_NAMES}, type=str)  # type: ignore[misc]
 SPECTEMP_MODES = METHODS["spectemp"].mode_names
 DEFAULT_SPECTEMP_MODE = METHODS["spectemp"].default_mode
-_INTEGERS = ("dim", "ratio", "seed", "max_texts", "batch_size")
+# Sentences for the fields whose type and range read better as one (the others: `checked.complaint`'s words).
+_OPTION_MESSAGES = {
+    "dim": "dim must be a positive integer; got {value!r}.",
+    "mode": f"mode must be one of {SPECTEMP_MODES}; got {{value!r}}.",
+}
+_AtLeastOne = Annotated[StrictInt, Field(ge=1)]
 
 
-@dataclass(frozen=True)
+def _method(value: object) -> Method:
+    """A method name (or `Method`) as its `Method`, with method_spec's error listing the methods."""
+    return Method(method_spec(value).name)
+
+
+def _prompt(value: object) -> PromptMode | None:
+    """A prompt name (or `PromptMode`) as its `PromptMode`, with prompt_mode's error listing the choices."""
+    return None if value is None else prompt_mode(value)
+
+
+def _path_text(value: object) -> object:
+    """A path given as an `os.PathLike` (e.g. a `Path`), as its string."""
+    return os.fspath(value) if isinstance(value, os.PathLike) else value
+
+
+@checked_options(_OPTION_MESSAGES)
 class FitOptions:
     """What `fit_projection` fits.
 
@@ -26,9 +52,9 @@ class FitOptions:
         ratio: EmbedFilter's filter ratio τ (m = d // τ); default 2 when neither dim nor ratio is given.
         gamma: exponent of the ``gamma`` method (default 0.5, the paper's γ-whitening baseline).
         mode: SpecTemp's γ(k): ``auto`` (ours, the default: γ(k), or prefix truncation, chosen per k with
-            pseudo-queries from the corpus; see `auto.py`), ``reference`` (the authors' rule, the paper's) or
-            ``robust`` (ours: knee = difference-curve argmax). The folder's ``projection_info["mode"]`` and its card
-            name the mode that ran.
+            pseudo-queries from the corpus; see `maths/auto_selection.py`), ``reference`` (the authors' rule, the
+            paper's) or ``robust`` (ours: knee = difference-curve argmax). The folder's ``projection_info["mode"]``
+            and its card name the mode that ran.
         robust: alias of ``mode="robust"``.
         pseudo_queries: auto mode: at most this many (first segment, text) pairs are scored.
         seed: seed of the random baselines and of the corpus sample (paper seeds 1999, 5, 2026).
@@ -41,27 +67,25 @@ class FitOptions:
         progress: show progress bars.
     """
 
-    method: Method | str
-    dim: int | None = None
-    ratio: int | None = None
-    gamma: float | None = None
-    mode: str | None = None
+    method: Annotated[Method, BeforeValidator(_method)]
+    dim: _AtLeastOne | None = None
+    ratio: _AtLeastOne | None = None
+    gamma: Annotated[StrictFloat, Field(ge=0, le=1)] | None = None
+    mode: StrictStr | None = None
     robust: bool = False
-    pseudo_queries: int = DEFAULT_MAX_PAIRS
-    seed: int = 1999
-    max_texts: int | None = 1_000_000
-    batch_size: int = 32
-    prompt: PromptMode | str | None = None
-    lm_head: str | None = None
-    text_column: str | None = None
+    pseudo_queries: _AtLeastOne = DEFAULT_MAX_PAIRS
+    seed: StrictInt = 1999
+    max_texts: _AtLeastOne | None = 1_000_000
+    batch_size: _AtLeastOne = 32
+    prompt: Annotated[PromptMode | None, BeforeValidator(_prompt)] = None
+    lm_head: Annotated[StrictStr | None, BeforeValidator(_path_text)] = None
+    text_column: StrictStr | None = None
     plots: bool = True
     progress: bool = True
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "method", Method(method_spec(self.method).name))  # ValueError naming the methods
-        self._check_types()
-        if self.prompt is not None:
-            object.__setattr__(self, "prompt", prompt_mode(self.prompt))
+    @model_validator(mode="after")
+    def _follow_the_vocabulary(self) -> FitOptions:
+        """The method's own options only, their values, SpecTemp's mode (default, ``robust`` alias) and ``dim``."""
         spec = self.spec
         for name, rule in OPTION_RULES.items():
             value = getattr(self, name)
@@ -70,40 +94,16 @@ class FitOptions:
             if name not in spec.options:
                 accepting = " / ".join(m.name for m in METHODS.values() if name in m.options)
                 raise ValueError(f"{rule.label} applies to --method {accepting} only{rule.note}.")
-            self._check_value(name, spec)
         if spec.modes:
+            if self.mode is not None and self.mode not in spec.mode_names:
+                raise ValueError(f"mode must be one of {spec.mode_names}; got {self.mode!r}.")
+            if self.robust and self.mode not in (None, "robust"):
+                raise ValueError(f"robust (--robust) is the alias of mode 'robust'; it contradicts mode {self.mode!r}.")
             object.__setattr__(self, "mode", self.mode or ("robust" if self.robust else spec.default_mode))
             object.__setattr__(self, "robust", self.mode == "robust")
-        if self.pseudo_queries < 1:
-            raise ValueError(f"pseudo_queries must be >= 1; got {self.pseudo_queries}.")
         if self.dim is None and spec.needs_dim:
             raise ValueError(f"--method {spec.name} needs --dim K (the output dimension).")
-        if self.dim is not None and self.dim < 1:
-            raise ValueError(f"dim must be a positive integer; got {self.dim!r}.")
-        if self.batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1; got {self.batch_size}.")
-
-    def _check_types(self) -> None:
-        for name in _INTEGERS:
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-                raise ValueError(f"{name} must be an integer; got {value!r} ({type(value).__name__}).")
-        if self.gamma is not None and (isinstance(self.gamma, bool) or not isinstance(self.gamma, (int, float))):
-            raise ValueError(f"gamma must be a number; got {self.gamma!r}.")
-        if self.ratio is not None and self.ratio < 1:
-            raise ValueError(f"ratio must be >= 1; got {self.ratio}.")
-        if self.max_texts is not None and self.max_texts < 1:
-            raise ValueError(f"max_texts must be >= 1; got {self.max_texts}.")
-
-    def _check_value(self, name: str, spec: MethodSpec) -> None:
-        """The value of an option the method accepts."""
-        if name == "gamma" and not 0.0 <= self.gamma <= 1.0:
-            raise ValueError(f"gamma must be in [0, 1]; got {self.gamma}.")
-        if name == "mode":
-            if self.mode not in spec.mode_names:
-                raise ValueError(f"mode must be one of {spec.mode_names}; got {self.mode!r}.")
-            if self.robust and self.mode != "robust":
-                raise ValueError(f"robust (--robust) is the alias of mode 'robust'; it contradicts mode {self.mode!r}.")
+        return self
 
     @property
     def spec(self) -> MethodSpec:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .auto import UNCENTRED, AutoSelection, grid_gamma
-from .spectemp import SpecTempCurve
+from .maths.auto_selection import UNCENTRED, AutoSelection, grid_gamma
+from .maths.gamma_curve import SpecTempCurve
 
 
 def pyplot():

@@ -7,10 +7,10 @@ line here; the CLI, `FitOptions`' rules and the card follow from the vocabulary.
 from __future__ import annotations
 
 from ..model.projection_record import METHOD_NAMES, method_spec
+from .maths.spectrum import Spectrum
 from .methods import embedfilter, fixed, spectemp, tempered
 from .methods.common import FitContext, FittedProjection, Fitter, PseudoSet
 from .options import FitOptions
-from .stats import Spectrum
 
 FITTERS: dict[str, Fitter] = {
     "spectemp": spectemp.fit,

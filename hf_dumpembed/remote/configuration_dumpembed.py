@@ -2,18 +2,30 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import transformers
 
 # Oldest transformers this code runs on: SubConfigSpec (the backbone sub-config) appeared in 5.20.
 MIN_TRANSFORMERS = (5, 20)
+# The release segment of a PEP 440 version ("N!" epoch skipped): the numbers before any pre-, post-, dev- or local
+# part. packaging is not imported: the remote code imports only torch and transformers.
+_RELEASE = re.compile(r"\s*v?(?:\d+!)?(\d+(?:\.\d+)*)")
+
+
+def release_numbers(version: str) -> tuple[int, ...]:
+    """The release numbers of a version string: "5.2rc1" -> (5, 2), "5.20.0.dev0" -> (5, 20, 0), "4.57.1" ->
+    (4, 57, 1); () when it does not start with one (older than every release)."""
+    match = _RELEASE.match(version)
+    return tuple(int(part) for part in match[1].split(".")) if match else ()
 
 
 def check_transformers_version(version: str = transformers.__version__) -> None:
-    """Raise ImportError naming the needed version when ``version`` is older than ``MIN_TRANSFORMERS``."""
-    found = tuple(int("".join(c for c in part if c.isdigit()) or 0) for part in version.split(".")[:2])
-    if found < MIN_TRANSFORMERS:
+    """Raise ImportError naming the needed version when ``version`` is older than ``MIN_TRANSFORMERS``, compared
+    by release numbers: 5.2rc1 is 5.2, older than 5.20; a pre-release of 5.20 itself (5.20.0rc1, 5.20.0.dev0)
+    counts as 5.20, as it always has."""
+    if release_numbers(version) < MIN_TRANSFORMERS:
         need = ".".join(map(str, MIN_TRANSFORMERS))
         raise ImportError(
             f"This DumpEmbed model's code needs transformers >= {need}; transformers {version} is installed. "

@@ -11,15 +11,15 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
 import yaml
-from pydantic import BeforeValidator, ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr, TypeAdapter
+from pydantic import BeforeValidator, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, TypeAdapter
 from pydantic import ValidationError as _PydanticError
 
+from .._utils.checked import complaint
 from ..remote.configuration_dumpembed import POOLING_MODES
 
 DATA_FORMATS = ("auto", "jsonl", "hf", "beir", "rlhn", "mldr")
@@ -27,9 +27,14 @@ LOSSES = ("cached_mnrl", "mnrl")
 PRECISIONS = ("auto", "bf16", "fp32")
 EMBEDDED_BACKBONES = {"embedded:encoder": "default_encoder_path", "embedded:decoder": "default_decoder_path"}
 # pydantic checks each YAML section against these dataclasses: unknown keys are refused, scalars are not coerced
-# (an integer is accepted where a number is expected), strings are non-empty, and an empty section means defaults.
+# (an integer is accepted where a number is expected), strings are non-empty, ranges are the fields' own, and an
+# empty section means defaults. Its first complaint becomes one sentence (`hf_dumpembed._utils.checked.complaint`).
 _SCHEMA: ConfigDict = ConfigDict(extra="forbid", str_min_length=1)
 _EMPTY_IS_DEFAULT = BeforeValidator(lambda value: {} if value is None else value)
+_Positive = Annotated[StrictInt, Field(gt=0)]
+_Count = Annotated[StrictInt, Field(ge=0)]
+_PositiveNumber = Annotated[StrictFloat, Field(gt=0)]
+_NonNegativeNumber = Annotated[StrictFloat, Field(ge=0)]
 
 # build --pooling, with "auto" (the source's own); the modes are defined once, in the remote config.
 PoolingChoice = Literal[("auto", *POOLING_MODES)]  # type: ignore[valid-type]
@@ -50,7 +55,7 @@ class MiningConfig:
     range_max: StrictInt | None = 50
     relative_margin: StrictFloat | None = 0.05
     sampling_strategy: Literal["top", "random"] = "top"
-    batch_size: StrictInt = 32
+    batch_size: _Positive = 32
     cache_dir: StrictStr | None = None  # None = <checkpoint_dir>/mined
 
 
@@ -80,8 +85,8 @@ class DataConfig:
     name: StrictStr | None = None
     split: StrictStr = "train"
     columns: dict[StrictStr, StrictStr] | None = None
-    num_negatives: StrictInt = 1
-    max_rows: StrictInt | None = None
+    num_negatives: _Count = 1
+    max_rows: _Positive | None = None
     sample_seed: StrictInt = 0
     lenient: StrictBool = False
     mining: Annotated[MiningConfig, _EMPTY_IS_DEFAULT] = field(default_factory=MiningConfig)
@@ -102,7 +107,7 @@ class ModelConfig:
 
     backbone: StrictStr | None = None
     init_from: StrictStr | None = None
-    num_dump_tokens: StrictInt = 4
+    num_dump_tokens: _Count = 4
     pooling: PoolingChoice | None = "auto"
     init: Literal["auto", "sep", "mean", "cls", "normal", "token"] = "auto"
     init_token: StrictStr | None = None
@@ -118,23 +123,23 @@ class HyperParameters:
     __pydantic_config__: ClassVar[ConfigDict] = _SCHEMA
 
     loss: Literal["cached_mnrl", "mnrl"] = "cached_mnrl"
-    scale: StrictFloat = 20.0
-    batch_size: StrictInt = 256  # per device; the global batch is batch_size x world size
-    mini_batch_size: StrictInt | None = None  # GradCache chunk; None = min(32, batch_size)
-    learning_rate: StrictFloat = 1e-4
-    dump_learning_rate: StrictFloat | None = None  # the [DUMP] rows' own learning rate (None = learning_rate)
-    warmup_ratio: StrictFloat = 0.05
-    weight_decay: StrictFloat = 0.0
+    scale: _PositiveNumber = 20.0
+    batch_size: _Positive = 256  # per device; the global batch is batch_size x world size
+    mini_batch_size: _Positive | None = None  # GradCache chunk; None = min(32, batch_size)
+    learning_rate: _PositiveNumber = 1e-4
+    dump_learning_rate: _NonNegativeNumber | None = None  # the [DUMP] rows' own learning rate (None = learning_rate)
+    warmup_ratio: Annotated[StrictFloat, Field(ge=0, lt=1)] = 0.05
+    weight_decay: _NonNegativeNumber = 0.0
     lr_scheduler: StrictStr = "linear"
-    epochs: StrictFloat = 1.0
-    max_steps: StrictInt | None = None
+    epochs: _PositiveNumber = 1.0
+    max_steps: _Positive | None = None
     precision: Literal["auto", "bf16", "fp32"] = "auto"
     gradient_checkpointing: StrictBool = False
     gather_across_devices: StrictBool = True
     no_duplicates: StrictBool = True
-    save_steps: StrictInt = 100
-    save_total_limit: StrictInt | None = 2
-    logging_steps: StrictInt = 10
+    save_steps: _Positive = 100
+    save_total_limit: _Positive | None = 2
+    logging_steps: _Positive = 10
 
 
 @dataclass(frozen=True)
@@ -164,63 +169,6 @@ class ConfigError(ValueError):
     """A config file that cannot define a run; the message names the key, the value and the fix."""
 
 
-_MESSAGES = {
-    "int_type": "must be an integer", "float_type": "must be a number", "bool_type": "must be true or false",
-    "string_type": "must be a non-empty string", "string_too_short": "must be a non-empty string",
-    "dict_type": "must be a mapping of strings to strings", "dataclass_type": "must be a mapping of keys to values",
-}
-
-
-def _key(where: str, loc: tuple) -> str:
-    parts = [where] if where else []
-    return ".".join(parts + [str(part) for part in loc])
-
-
-def _section_type(cls: type, loc: tuple) -> Any:
-    """The dataclass (or other type) at ``loc`` inside ``cls``, following the field annotations."""
-    annotation: Any = cls
-    for part in loc:
-        if not dataclasses.is_dataclass(annotation):
-            return None
-        annotation = typing.get_type_hints(annotation)[part]
-        while typing.get_origin(annotation) is Annotated:
-            annotation = typing.get_args(annotation)[0]
-        options = [a for a in typing.get_args(annotation) if a is not type(None)]
-        if type(None) in typing.get_args(annotation) and len(options) == 1:  # X | None: X
-            annotation = options[0]
-    return annotation
-
-
-def _config_error(cls: type, error: _PydanticError, where: str, raw: dict) -> ConfigError:
-    """pydantic's first complaint as one sentence naming the key, the value and what is allowed."""
-    errors = error.errors()
-    unknown = [e for e in errors if e["type"] == "unexpected_keyword_argument"]
-    if unknown:
-        parent = unknown[0]["loc"][:-1]
-        names = sorted(str(e["loc"][-1]) for e in unknown if e["loc"][:-1] == parent)
-        allowed = sorted(f.name for f in dataclasses.fields(_section_type(cls, parent)))
-        prefix = f"{_key(where, parent)}: " if _key(where, parent) else ""
-        return ConfigError(f"{prefix}unknown key(s) {names}; allowed keys: {allowed}.")
-    first = errors[0]
-    loc, kind, value = first["loc"], first["type"], first.get("input")
-    if len(loc) > 1 and typing.get_origin(_section_type(cls, loc[:-1])) is dict:  # a bad entry: show the mapping
-        loc, kind = loc[:-1], "dict_type"
-        value = raw
-        for part in loc:
-            value = value[part]
-    key = _key(where, loc)
-    if kind == "missing":
-        return ConfigError(f"{key} is required.")
-    if kind == "literal_error":
-        annotation = _section_type(cls, first["loc"])
-        allowed = tuple(a for arg in typing.get_args(annotation) for a in (typing.get_args(arg) or [arg])
-                        if a is not type(None))
-        return ConfigError(f"{key} must be one of {allowed}; got {value!r}.")
-    if kind in _MESSAGES:
-        return ConfigError(f"{key} {_MESSAGES[kind]}; got {value!r}.")
-    return ConfigError(f"{key}: {first['msg']}; got {value!r}.")
-
-
 def _build(cls: type, raw: Any, where: str) -> Any:
     """Instantiate dataclass ``cls`` from a YAML mapping with pydantic, refusing unknown keys and missing ones."""
     if raw is None:
@@ -230,12 +178,7 @@ def _build(cls: type, raw: Any, where: str) -> Any:
     try:
         return TypeAdapter(cls).validate_python(raw)
     except _PydanticError as error:
-        raise _config_error(cls, error, where, raw) from None
-
-
-def _positive(value: float | int | None, key: str, allow_zero: bool = False) -> None:
-    if value is not None and (value < 0 or (value == 0 and not allow_zero)):
-        raise ConfigError(f"{key} must be {'>= 0' if allow_zero else '> 0'}; got {value}.")
+        raise ConfigError(complaint(error, cls, where=where, raw=raw)) from None
 
 
 def _resolve(path: str | None) -> str | None:
@@ -253,35 +196,23 @@ def _local(path: str) -> str:
 
 
 def validate(config: TrainConfig) -> TrainConfig:
-    """Cross-field checks; returns the config with paths resolved."""
+    """Cross-field checks (each field's type and range are pydantic's); returns the config with paths resolved."""
     model, hp = config.model, config.training
     if (model.backbone is None) == (model.init_from is None):
         raise ConfigError("model: set exactly one of model.backbone (a plain backbone to build) and model.init_from "
                           "(an existing DumpEmbed folder).")
-    _positive(model.num_dump_tokens, "model.num_dump_tokens", allow_zero=True)
     if model.max_seq_length is not None and model.max_seq_length <= model.num_dump_tokens + 2:
         raise ConfigError(f"model.max_seq_length={model.max_seq_length} leaves no room for text after "
                           f"{model.num_dump_tokens} [DUMP] tokens and the special tokens.")
     if not config.data:
         raise ConfigError("data: list at least one training data source.")
     for i, data in enumerate(config.data):
-        _positive(data.num_negatives, f"data[{i}].num_negatives", allow_zero=True)
-        _positive(data.max_rows, f"data[{i}].max_rows")
         if data.columns is not None:
             extra = sorted(set(data.columns) - {"anchor", "positive", "negatives"})
             if extra:
                 raise ConfigError(f"data[{i}].columns: unknown role(s) {extra}; roles are anchor, positive, negatives.")
-        _positive(data.mining.batch_size, f"data[{i}].mining.batch_size")
     if hp.mini_batch_size is None:
         hp = dataclasses.replace(hp, mini_batch_size=min(32, hp.batch_size))
-    for key in ("scale", "batch_size", "mini_batch_size", "learning_rate", "epochs", "save_steps", "logging_steps"):
-        _positive(getattr(hp, key), f"training.{key}")
-    _positive(hp.dump_learning_rate, "training.dump_learning_rate", allow_zero=True)
-    _positive(hp.max_steps, "training.max_steps")
-    _positive(hp.save_total_limit, "training.save_total_limit")
-    _positive(hp.weight_decay, "training.weight_decay", allow_zero=True)
-    if not 0 <= hp.warmup_ratio < 1:
-        raise ConfigError(f"training.warmup_ratio must be in [0, 1); got {hp.warmup_ratio}.")
     if hp.mini_batch_size > hp.batch_size:
         raise ConfigError(f"training.mini_batch_size={hp.mini_batch_size} is larger than training.batch_size="
                           f"{hp.batch_size}; it only bounds memory, so use at most the batch size.")

@@ -26,7 +26,8 @@ from benchmarks import Table, command_line, write_record
 
 from hf_dumpembed._utils.console import say
 from hf_dumpembed._utils.machine import machine_info
-from hf_dumpembed.projections.embedfilter import band_size, embedfilter_map, gram_basis, svd_basis
+from hf_dumpembed.projections.maths.band_basis import band_size, gram_basis, svd_basis
+from hf_dumpembed.projections.maths.reference_maps import embedfilter_map
 
 SECTION, ORDER, TITLE = "embedfilter-basis", 40, "EmbedFilter basis: eigh(WᵀW) vs full SVD, Qwen3-0.6B-shaped head"
 

@@ -63,8 +63,9 @@ def run_one(method: str, path: Path, rows: int, dim: int, k: int) -> dict:
 
     # Imports are not timed (the package import pulls in transformers).
     if method == "ours":
-        from hf_dumpembed.projections.spectemp import fit_spectemp
-        from hf_dumpembed.projections.stats import accumulate, eigendecompose
+        from hf_dumpembed.projections.maths.reference_maps import fit_spectemp
+        from hf_dumpembed.projections.maths.spectrum import eigendecompose
+        from hf_dumpembed.projections.maths.statistics import accumulate
     elif method == "sklearn":
         from sklearn.decomposition import PCA
     x = _open(path, rows, dim)
@@ -124,8 +125,9 @@ def series(methods: list[str], path: Path, rows: int, dim: int, k: int, repeats:
 
 def in_process(path: Path, rows: int, dim: int, k: int, repeats: int) -> dict:
     """floor64 and the whole fit timed alternately in this one process (same imports, same BLAS threads)."""
-    from hf_dumpembed.projections.spectemp import fit_spectemp
-    from hf_dumpembed.projections.stats import accumulate, eigendecompose
+    from hf_dumpembed.projections.maths.reference_maps import fit_spectemp
+    from hf_dumpembed.projections.maths.spectrum import eigendecompose
+    from hf_dumpembed.projections.maths.statistics import accumulate
 
     x = _open(path, rows, dim)
 

@@ -36,14 +36,15 @@ from hf_dumpembed._utils.console import say
 from hf_dumpembed.data.beir import document_text, load_beir
 from hf_dumpembed.data.corpora import EVAL_COLLECTIONS, TRAIN_COLLECTION
 from hf_dumpembed.evaluation import retrieval_metrics
-from hf_dumpembed.projections import baselines
 from hf_dumpembed.projections.corpus import read_corpus
-from hf_dumpembed.projections.embedfilter import band_size, embedfilter_map, gram_basis
 from hf_dumpembed.projections.encode import iter_pooled
 from hf_dumpembed.projections.fit import load_for_fit, set_prompt_mode
-from hf_dumpembed.projections.linear import LinearMap
-from hf_dumpembed.projections.spectemp import fit_spectemp
-from hf_dumpembed.projections.stats import StreamingStats, eigendecompose
+from hf_dumpembed.projections.maths import reference_maps
+from hf_dumpembed.projections.maths.auto_selection import ORACLE_GRID
+from hf_dumpembed.projections.maths.band_basis import band_size, gram_basis
+from hf_dumpembed.projections.maths.reference_maps import LinearMap, embedfilter_map, fit_spectemp
+from hf_dumpembed.projections.maths.spectrum import eigendecompose
+from hf_dumpembed.projections.maths.statistics import StreamingStats
 from hf_dumpembed.remote.modeling_dumpembed import DumpProjection
 
 EVAL_SETS = EVAL_COLLECTIONS
@@ -126,16 +127,16 @@ def encoder_part(args: argparse.Namespace) -> dict:
             fit = fit_spectemp(spectrum, k, mode)
             rows.append({"method": f"SpecTemp {mode}", "k": k, "gamma": fit.gamma, "knee": fit.knee,
                          **ndcg(sets, fit.map)})
-        grid = {g: ndcg(sets, baselines.gamma_map(spectrum, k, g)) for g in baselines.ORACLE_GRID}
+        grid = {g: ndcg(sets, reference_maps.gamma_map(spectrum, k, g)) for g in ORACLE_GRID}
         for name in list(EVAL_SETS) + ["mean"]:
             best = max(grid, key=lambda g, n=name: (grid[g][n], -g))
             rows.append({"method": f"oracle γ* ({name})", "k": k, "gamma": best, name: grid[best][name]})
         rows.append({"method": "PCA (γ=0)", "k": k, **grid[0.0]})
         rows.append({"method": "whitening (γ=1)", "k": k, **grid[1.0]})
         rows.append({"method": "γ-whitening (γ=0.5)", "k": k, **grid[0.5]})
-        rows.append({"method": "prefix truncation", "k": k, **ndcg(sets, baselines.truncate_map(d, k))})
-        for label, make in (("random truncation", baselines.random_truncate_map),
-                            ("random projection", baselines.random_project_map)):
+        rows.append({"method": "prefix truncation", "k": k, **ndcg(sets, reference_maps.truncate_map(d, k))})
+        for label, make in (("random truncation", reference_maps.random_truncate_map),
+                            ("random projection", reference_maps.random_project_map)):
             per_seed = [ndcg(sets, make(d, k, seed)) for seed in SEEDS]
             rows.append({"method": f"{label} (3 seeds)", "k": k,
                          **{n: float(np.mean([s[n] for s in per_seed])) for n in per_seed[0]}})

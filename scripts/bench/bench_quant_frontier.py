@@ -49,11 +49,12 @@ from hf_dumpembed.model.quantization import bytes_per_vector
 from hf_dumpembed.projections import calibration
 from hf_dumpembed.projections.corpus import read_corpus
 from hf_dumpembed.projections.fit import FitOptions, load_for_fit
+from hf_dumpembed.projections.maths.pseudo_queries import DEFAULT_MAX_PAIRS, build_pseudo_queries
+from hf_dumpembed.projections.maths.spectrum import eigendecompose
+from hf_dumpembed.projections.maths.statistics import StreamingStats
 from hf_dumpembed.projections.methods.common import PseudoSet
 from hf_dumpembed.projections.methods.fixed import fit_fixed
-from hf_dumpembed.projections.pseudo import DEFAULT_MAX_PAIRS, build_pseudo_queries
 from hf_dumpembed.projections.registry import fit_spectral
-from hf_dumpembed.projections.stats import StreamingStats, eigendecompose
 from hf_dumpembed.remote.modeling_dumpembed import DumpProjection
 
 DIMS = (32, 64, 128, 256, 384)

@@ -30,16 +30,24 @@ import torch
 from benchmarks import Table, command_line, write_record
 
 from hf_dumpembed._utils.console import say
-from hf_dumpembed.projections import baselines
-from hf_dumpembed.projections.auto import DEFAULT_RULE_WEIGHT, UNCENTRED, AutoSelection, choose, select_auto
 from hf_dumpembed.projections.corpus import read_corpus
 from hf_dumpembed.projections.encode import encode_texts
 from hf_dumpembed.projections.fit import load_for_fit
-from hf_dumpembed.projections.linear import LinearMap
+from hf_dumpembed.projections.maths import reference_maps
+from hf_dumpembed.projections.maths.auto_selection import (
+    DEFAULT_RULE_WEIGHT,
+    ORACLE_GRID,
+    UNCENTRED,
+    AutoSelection,
+    choose,
+    select_auto,
+)
+from hf_dumpembed.projections.maths.pseudo_queries import DEFAULT_MAX_PAIRS, build_pseudo_queries
+from hf_dumpembed.projections.maths.reference_maps import LinearMap
+from hf_dumpembed.projections.maths.spectrum import eigendecompose
+from hf_dumpembed.projections.maths.statistics import StreamingStats
 from hf_dumpembed.projections.methods.spectemp import auto_reference_curve
 from hf_dumpembed.projections.plots import plot_gamma, plot_pseudo_scores
-from hf_dumpembed.projections.pseudo import DEFAULT_MAX_PAIRS, build_pseudo_queries
-from hf_dumpembed.projections.stats import StreamingStats, eigendecompose
 from hf_dumpembed.remote.modeling_dumpembed import DumpProjection
 
 DIMS = (32, 64, 128, 256, 384)
@@ -69,7 +77,7 @@ def heldout_grids(spectrum, sets: dict, cache: Path) -> dict[int, dict[float, di
         return {int(k): {float(g): v for g, v in grid.items()} for k, grid in stored.items()}
     grids = {}
     for k in DIMS:
-        grids[k] = {g: quality.ndcg(sets, baselines.gamma_map(spectrum, k, g)) for g in baselines.ORACLE_GRID}
+        grids[k] = {g: quality.ndcg(sets, reference_maps.gamma_map(spectrum, k, g)) for g in ORACLE_GRID}
         say(f"held-out γ grid at k={k} done")
     cache.write_text(json.dumps({str(k): {str(g): v for g, v in grid.items()} for k, grid in grids.items()}))
     return grids
@@ -104,9 +112,9 @@ def evaluate_choice(selection: AutoSelection, k: int, spectrum, sets: dict, memo
     key = (k, route, gamma)
     if key not in memo:
         if route == "prefix":
-            linear = baselines.truncate_map(spectrum.dim, k)
+            linear = reference_maps.truncate_map(spectrum.dim, k)
         else:
-            linear = baselines.gamma_map(spectrum, k, gamma)
+            linear = reference_maps.gamma_map(spectrum, k, gamma)
             if route == "uncentred":
                 linear = LinearMap(np.zeros(spectrum.dim), linear.matrix)
         memo[key] = quality.ndcg(sets, linear)
@@ -153,8 +161,8 @@ def run(args: argparse.Namespace) -> dict:
     for k in DIMS:
         grid = grids[k]
         oracle = max(grid, key=lambda g: (grid[g]["mean"], -g))
-        reference = quality.ndcg(sets, baselines.gamma_map(spectrum, k, float(curve.gamma[k - 1])))
-        truncation = quality.ndcg(sets, baselines.truncate_map(d, k))
+        reference = quality.ndcg(sets, reference_maps.gamma_map(spectrum, k, float(curve.gamma[k - 1])))
+        truncation = quality.ndcg(sets, reference_maps.truncate_map(d, k))
         per_seed = [evaluate_choice(one["selection"], k, spectrum, sets, memo) for one in runs]
         route, gamma, scores = per_seed[0]
         rows += [

@@ -4,6 +4,7 @@ input (or the reverse) is refused; a failed command leaves nothing behind."""
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
@@ -220,3 +221,70 @@ def test_export_with_a_failing_check_writes_nothing(bert_dump_model, tmp_path):
     with pytest.raises(SystemExit):
         export_stock_st(bert_dump_model, tmp_path / "stock", check=refuse)
     assert not (tmp_path / "stock").exists() and _leftovers(tmp_path / "stock") == []
+
+
+def _disk_failures() -> list:
+    from safetensors import SafetensorError
+
+    return [
+        pytest.param(lambda file: OSError(errno.ENOSPC, "No space left on device", str(file)), errno.ENOSPC,
+                     "no space is left on the device", id="ENOSPC"),
+        pytest.param(lambda file: OSError(errno.EDQUOT, "Disk quota exceeded", str(file)), errno.EDQUOT,
+                     "the disk quota is exceeded", id="EDQUOT"),
+        pytest.param(lambda file: OSError(errno.EROFS, "Read-only file system", str(file)), errno.EROFS,
+                     "the file system is read-only", id="EROFS"),
+        pytest.param(lambda file: SafetensorError("Error while serializing: I/O error: No space left on device "
+                                                  "(os error 28)"), errno.ENOSPC, "no space is left on the device",
+                     id="safetensors-ENOSPC"),
+    ]
+
+
+@pytest.mark.parametrize(("failure", "code", "happened"), _disk_failures())
+def test_a_full_disk_mid_write_is_one_clear_error_and_leaves_the_old_folder(tmp_path, failure, code, happened):
+    """Fails on main (the raw OSError / safetensors error escaped, a traceback on the command line): a full disk,
+    an exceeded quota or a read-only file system half-way through a staged write is an OutputWriteError naming the
+    output, the file (as it would be named in the output, not the staging folder) and what to do; the staging
+    folder is gone and the old output whole."""
+    out = tmp_path / "model"
+    out.mkdir()
+    (out / "a.txt").write_text("old")
+    with pytest.raises(atomic.OutputWriteError) as raised:
+        with staged_output(out, overwrite=True) as staging:
+            (staging / "a.txt").write_text("half")
+            raise failure(staging / "model.safetensors")
+    message = str(raised.value)
+    assert raised.value.errno == code and message.startswith(f"could not write {out.resolve()}: {happened}")
+    assert "\n" not in message and ".staging-" not in message
+    if isinstance(raised.value.__cause__, OSError):
+        assert f"(while writing {out.resolve() / 'model.safetensors'})" in message
+    assert message.endswith(f"{out.resolve()} is as it was (or still absent).")
+    assert ("free space" in message) if code != errno.EROFS else ("writable file system" in message)
+    assert (out / "a.txt").read_text() == "old" and sorted(p.name for p in out.iterdir()) == ["a.txt"]
+    assert _leftovers(out) == []
+
+
+def test_a_read_only_output_parent_is_one_clear_error(tmp_path, monkeypatch):
+    """The lock file itself cannot be created (EROFS): the same OutputWriteError, naming the lock file, and the
+    parent folders the call created are removed again."""
+    real_open = os.open
+
+    def read_only(path, flags, *args, **kwargs):
+        if str(path).endswith(atomic.LOCK):
+            raise OSError(errno.EROFS, "Read-only file system", str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(atomic.os, "open", read_only)
+    out = tmp_path / "new" / "model"
+    with pytest.raises(atomic.OutputWriteError, match=r"the file system is read-only \(while writing .*\.model\.lock\);"
+                       " choose an output on a writable file system"):
+        with staged_output(out):
+            pass
+    assert not (tmp_path / "new").exists()
+
+
+def test_other_errors_are_not_disk_errors(tmp_path):
+    """Only ENOSPC, EDQUOT and EROFS are turned into OutputWriteError; another OSError stays itself."""
+    with pytest.raises(PermissionError):
+        with staged_output(tmp_path / "out"):
+            raise PermissionError(errno.EACCES, "Permission denied", "x")
+    assert atomic.disk_errno(RuntimeError("I/O error: No such file or directory (os error 2)")) is None

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from safetensors import safe_open
 from transformers import AutoModel, AutoTokenizer
 
+from hf_dumpembed._utils.remote_trust import REMOTE_FILES
 from hf_dumpembed.cli import main
 from hf_dumpembed.export.stock import export_stock_st
 from hf_dumpembed.export.verify import SAMPLE_TEXTS, check_load_paths, encode_with_automodel
@@ -26,9 +27,9 @@ from tests.support import tiny_models
 from tests.support.tiny_models import MAX_POSITIONS
 
 EXPECTED_FILES = {
-    "config.json", "configuration_dumpembed.py", "modeling_dumpembed.py", "model.safetensors", "tokenizer.json",
-    "tokenizer_config.json", "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json",
-    "README.md",
+    "config.json", "configuration_dumpembed.py", "modeling_dumpembed.py", "prefix_cache_dumpembed.py",
+    "model.safetensors", "tokenizer.json", "tokenizer_config.json", "modules.json", "sentence_bert_config.json",
+    "config_sentence_transformers.json", "README.md",
 }
 
 
@@ -45,12 +46,13 @@ def test_folder_has_every_file_and_nothing_else(bert_dump_model):
 
 
 def test_remote_code_imports_nothing_but_torch_transformers_and_siblings(bert_dump_model):
-    for name in ("configuration_dumpembed.py", "modeling_dumpembed.py"):
+    for name in REMOTE_FILES:
         source = (bert_dump_model / name).read_text()
         imports = [line.split()[1] for line in source.splitlines() if line.startswith(("import ", "from "))]
-        # the standard library's pure helpers only (json reads the folder's own tokenizer.json); no os/subprocess/socket
-        assert {i.split(".")[0] for i in imports} <= {"__future__", "typing", "dataclasses", "inspect", "json",
-                                                       "torch", "transformers", ""}, imports
+        # the standard library's pure helpers only (json reads the folder's own tokenizer.json, re a version, sys the
+        # loaded sentence-transformers' version); no os/subprocess/socket
+        assert {i.split(".")[0] for i in imports} <= {"__future__", "typing", "dataclasses", "inspect", "json", "re",
+                                                       "sys", "torch", "transformers", ""}, imports
 
 
 @pytest.mark.parametrize("fixture", ["bert_dump_model", "llama_dump_model"])

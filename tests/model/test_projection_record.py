@@ -16,10 +16,11 @@ from hf_dumpembed.model.projection_record import (
     ProjectionInfo,
     method_text,
 )
+from hf_dumpembed.projections.maths.spectrum import eigendecompose
+from hf_dumpembed.projections.maths.statistics import StreamingStats
 from hf_dumpembed.projections.methods.fixed import fit_fixed
 from hf_dumpembed.projections.options import FitOptions
 from hf_dumpembed.projections.registry import FITTERS, fit_spectral
-from hf_dumpembed.projections.stats import StreamingStats, eigendecompose
 
 CORPUS = {"path": "shared/texts.txt", "name": "texts.txt", "sha256": "4a44f7a8", "num_texts": 20, "sampled_from": 211}
 TAIL = {"source_model": "shared/model", "input": "L2-normalised pooled embedding", "prompt": None, "max_dim": 32,

@@ -17,8 +17,8 @@ from hf_dumpembed.cli import main as cli_main
 from hf_dumpembed.export.stock import export_stock_st
 from hf_dumpembed.export.verify import check_load_paths, encode_with_automodel, encode_with_sentence_transformers
 from hf_dumpembed.projections.corpus import read_corpus, sha256_files
-from hf_dumpembed.projections.embedfilter import gram_basis
 from hf_dumpembed.projections.fit import FitOptions, fit_projection, load_for_fit
+from hf_dumpembed.projections.maths.band_basis import gram_basis
 from hf_dumpembed.projections.unembedding import find_unembedding
 from tests.projections.test_fit_independent import reference_knee_and_gamma
 from tests.support.fit_fixtures import corpus_texts, folder_digest, write_corpus

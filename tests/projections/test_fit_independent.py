@@ -171,8 +171,8 @@ def test_k_chosen_at_load_equals_fitting_at_k(name, llama_dump_model, corpus, pa
     modes fail; pca / whiten / gamma have one γ for every k and cannot see it); the band taken at
     `(d − k + 1) // 2` in `matrix_for` only, i.e. at load time (embedfilter fails). Code shared by the fit and the
     load (`spectral_matrix`, `band_matrix`, `select`) is checked against independent formulas elsewhere
-    (`test_fitted_vectors_equal_the_numpy_map_of_the_unit_pooled_vectors`, tests/projections/test_spectemp.py,
-    tests/projections/test_embedfilter.py); this test holds the load path to the fit path.
+    (`test_fitted_vectors_equal_the_numpy_map_of_the_unit_pooled_vectors`,
+    tests/projections/test_maths_reference_maps.py); this test holds the load path to the fit path.
     """
     options = dict(LOAD_TIME_K[name])
     method = options.pop("method")

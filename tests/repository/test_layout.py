@@ -94,6 +94,14 @@ def test_remote_code_imports_only_its_siblings() -> None:
             assert target.startswith("hf_dumpembed.remote"), f"{path.name}:{line} imports {target}"
 
 
+def test_projection_maths_imports_only_itself_and_the_remote_code() -> None:
+    """`projections/maths/` sits under the fitters and the fit: a fit walks down into it and never back up."""
+    for path in (PACKAGE / "projections" / "maths").glob("*.py"):
+        for line, target in _imports(path):
+            assert target.startswith(("hf_dumpembed.projections.maths", "hf_dumpembed.remote")), \
+                f"maths/{path.name}:{line} imports {target}"
+
+
 def _module_graph() -> dict[str, set[str]]:
     modules = {_module_name(p): p for p in _sources()}
     graph: dict[str, set[str]] = {}

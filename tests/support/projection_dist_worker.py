@@ -1,4 +1,4 @@
-"""Worker of the 2-process gloo test. Loads ``projections/stats.py`` by file path (it needs only numpy and
+"""Worker of the 2-process gloo test. Loads ``projections/maths/statistics.py`` by file path (it needs only numpy and
 torch), so the spawned processes skip importing transformers through the ``hf_dumpembed`` package."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-STATS_FILE = Path(__file__).resolve().parents[2] / "hf_dumpembed" / "projections" / "stats.py"
+STATS_FILE = Path(__file__).resolve().parents[2] / "hf_dumpembed" / "projections" / "maths" / "statistics.py"
 
 
 def _stats_module():

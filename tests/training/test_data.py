@@ -1,4 +1,4 @@
-"""Training data layouts (jsonl, HF, BEIR + mining, RLHN, MLDR), malformed rows, and run-config validation."""
+"""Training data layouts (jsonl, HF, BEIR + mining, RLHN, MLDR), malformed rows, and runs the data cannot make."""
 
 from __future__ import annotations
 
@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 import torch
-import yaml
 
 from hf_dumpembed.model.builder import BuildOptions, build
-from hf_dumpembed.training.config import ConfigError, DataConfig, MiningConfig, config_from_dict, load_config
+from hf_dumpembed.training.config import DataConfig, MiningConfig, config_from_dict
 from hf_dumpembed.training.data import MalformedRow, load_rows, load_training_data, sha256_file
 from hf_dumpembed.training.trainer import train
 from tests.support.training_fixtures import (
@@ -146,46 +145,6 @@ def test_empty_data_and_subsets(tmp_path: Path) -> None:
         load_training_data((DataConfig(path=str(path)), DataConfig(path=str(path), num_negatives=0)))
     dataset, reports = load_training_data((DataConfig(path=str(path)), DataConfig(path=str(path), max_rows=3)))
     assert dataset.column_names == ["anchor", "positive", "negative_1"] and len(dataset) == len(TEXTS) + 3
-
-
-BASE = {"model": {"backbone": "some/backbone"}, "data": {"path": "x.jsonl"}, "output": "out"}
-
-
-@pytest.mark.parametrize(
-    ("patch", "message"),
-    [
-        ({"trainig": {}}, r"unknown key\(s\) \['trainig'\]; allowed keys: \["),
-        ({"model": {"backbone": "a/b", "k": 4}}, r"model: unknown key\(s\) \['k'\]"),
-        ({"training": {"batch_size": "32"}}, r"training.batch_size must be an integer; got '32'"),
-        ({"training": {"loss": "triplet"}}, r"training.loss must be one of \('cached_mnrl', 'mnrl'\)"),
-        ({"training": {"batch_size": 8, "mini_batch_size": 16}}, r"mini_batch_size=16 is larger than"),
-        ({"training": {"warmup_ratio": 1.5}}, r"warmup_ratio must be in \[0, 1\)"),
-        ({"training": {"learning_rate": 0}}, r"training.learning_rate must be > 0"),
-        ({"output": None}, r"output must be a non-empty string"),
-        ({"model": {"backbone": "a/b", "init_from": "c"}}, r"set exactly one of model.backbone"),
-        ({"model": {"backbone": "a/b", "num_dump_tokens": -1}}, r"num_dump_tokens must be >= 0"),
-        ({"data": []}, r"list at least one training data source"),
-        ({"data": {"path": "x", "format": "csv"}}, r"data\[0\].format must be one of"),
-        ({"data": {"path": "x", "columns": {"query": "q"}}}, r"unknown role\(s\) \['query'\]"),
-        ({"seed": 1.5}, r"seed must be an integer"),
-    ],
-)
-def test_bad_configs_say_what_is_wrong(patch: dict, message: str) -> None:
-    with pytest.raises(ConfigError, match=message):
-        config_from_dict({**BASE, **patch})
-
-
-def test_config_file_errors_and_overrides(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError):
-        load_config(tmp_path / "nope.yaml")
-    (tmp_path / "bad.yaml").write_text("model: [unclosed\n")
-    with pytest.raises(ConfigError, match="not valid YAML"):
-        load_config(tmp_path / "bad.yaml")
-    (tmp_path / "run.yaml").write_text(yaml.safe_dump(BASE))
-    config = load_config(tmp_path / "run.yaml", {"seed": 3, "training.batch_size": 16})
-    assert config.seed == 3 and config.training.batch_size == 16 and config.training.mini_batch_size == 16
-    assert load_config(tmp_path / "run.yaml").training.mini_batch_size == 32
-    assert config.checkpoint_dir == str(Path("out.checkpoints").resolve()) and config.model.backbone == "some/backbone"
 
 
 def test_training_refuses_impossible_runs(tiny_bert: Path, tmp_path: Path) -> None:

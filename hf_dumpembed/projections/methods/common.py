@@ -13,11 +13,12 @@ import torch
 from ...model.projection_record import ProjectionInfo
 from ...remote import DumpEmbedModel
 from ...remote.modeling_dumpembed import SPECTRAL_EPS, DumpProjection, spectral_matrix
-from ..auto import AutoSelection
+from ..maths.auto_selection import AutoSelection
+from ..maths.gamma_curve import SpecTempCurve
+from ..maths.pseudo_queries import PseudoQueries
+from ..maths.spectrum import Spectrum, eigendecompose
+from ..maths.statistics import StreamingStats
 from ..options import FitOptions
-from ..pseudo import PseudoQueries
-from ..spectemp import SpecTempCurve
-from ..stats import Spectrum, StreamingStats, eigendecompose
 
 
 @dataclass

@@ -8,7 +8,7 @@ import torch
 from ...model.projection_record import ProjectionInfo
 from ...remote import DumpEmbedModel
 from ...remote.modeling_dumpembed import DumpProjection, band_matrix, band_start
-from ..embedfilter import band_size, gram_basis
+from ..maths.band_basis import band_size, gram_basis
 from ..options import FitOptions
 from ..unembedding import find_unembedding
 from .common import FitContext, FittedProjection

@@ -7,8 +7,8 @@ import torch
 
 from ...model.projection_record import ProjectionInfo
 from ...remote.modeling_dumpembed import DumpProjection
-from .. import baselines
-from ..linear import check_dim
+from ..maths.reference_maps import random_project_map, random_truncate_map, truncate_map
+from ..maths.spectrum import check_dim
 from ..options import FitOptions
 from .common import FitContext, FittedProjection
 
@@ -24,11 +24,11 @@ def fit_fixed(d: int, options: FitOptions) -> FittedProjection:
     """The map of ``options`` (truncate, random-truncate or random-project) on d dimensions."""
     k = check_dim(options.dim, d)
     if options.method.value == "truncate":
-        linear, selection, seed = baselines.truncate_map(d, k), "prefix", None
+        linear, selection, seed = truncate_map(d, k), "prefix", None
     elif options.method.value == "random-truncate":
-        linear, selection, seed = baselines.random_truncate_map(d, k, options.seed), None, options.seed
+        linear, selection, seed = random_truncate_map(d, k, options.seed), None, options.seed
     else:
-        linear, selection, seed = baselines.random_project_map(d, k, options.seed), None, options.seed
+        linear, selection, seed = random_project_map(d, k, options.seed), None, options.seed
     info = ProjectionInfo(dim=k, seed=seed, selection=selection)
     return FittedProjection(_plain_projection(linear.mean, linear.matrix, selection), info)
 

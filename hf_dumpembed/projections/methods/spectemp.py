@@ -10,11 +10,10 @@ import torch
 
 from ...model.projection_record import AutoRecord, ProjectionInfo
 from ...remote.modeling_dumpembed import SPECTRAL_EPS, DumpProjection
-from ..auto import AutoSelection, select_auto
-from ..linear import check_dim
+from ..maths.auto_selection import AutoSelection, select_auto
+from ..maths.gamma_curve import SpecTempCurve, SpecTempMode, spectemp_curve
+from ..maths.spectrum import Spectrum, check_dim
 from ..options import FitOptions
-from ..spectemp import SpecTempCurve, SpecTempMode, spectemp_curve
-from ..stats import Spectrum
 from .common import FitContext, FittedProjection, PseudoSet, rank_warning, spectral_info, spectral_projection
 
 PSEUDO_QUERY_RULE = "first non-blank line (several lines) or first sentence vs the whole text"

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..linear import check_dim
+from ..maths.spectrum import Spectrum, check_dim
 from ..options import FitOptions
-from ..stats import Spectrum
 from .common import FitContext, FittedProjection, spectral_info, spectral_projection
 
 DEFAULT_GAMMA = 0.5

@@ -1,9 +1,10 @@
-"""EmbedFilter: drop the edge spectrum of a causal LM's unembedding matrix W_U.
+"""EmbedFilter's basis: the right singular vectors of a causal LM's unembedding matrix W_U, and the band width m.
 
 Right singular vectors V of W_U (|V| × d), sorted by descending σ; keep the middle band of m = d // τ of them:
 s = (d − m) // 2, B = Vᵀ[s : s + m] (m × d, orthonormal rows), y = B h, no centering, L2 after. The basis comes
 from the eigendecomposition of WᵀW (d × d, float64, accumulated in row chunks) — the same subspaces as the SVD
-at a fraction of the cost; `svd_basis` is the full-SVD reference path.
+at a fraction of the cost; `svd_basis` is the full-SVD reference path. The numpy map y = B h is
+`reference_maps.embedfilter_map`; the fitter (`methods/embedfilter.py`) stores B in the model's buffers.
 """
 
 from __future__ import annotations
@@ -14,9 +15,8 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from ..remote.modeling_dumpembed import band_matrix
-from .linear import LinearMap, check_dim
-from .stats import gram as product
+from .spectrum import check_dim
+from .statistics import gram as product
 
 GRAM_CHUNK_ROWS = 16384
 
@@ -83,10 +83,3 @@ def band_size(d: int, dim: int | None = None, ratio: int | None = None) -> int:
             raise ValueError(f"ratio (τ) must be an integer between 1 and {d}; got {ratio!r}.")
         return d // int(ratio)
     return check_dim(d if dim is None else dim, d)
-
-
-def embedfilter_map(basis: np.ndarray, m: int) -> LinearMap:
-    """y = Bh with B = Vᵀ[s : s + m]: stored as matrix = V[:, s : s + m], mean 0 (no centering)."""
-    d = basis.shape[0]
-    m = check_dim(m, d, "dim (m)")
-    return LinearMap(np.zeros(d), band_matrix(torch.from_numpy(np.ascontiguousarray(basis)), m).numpy())

@@ -1,4 +1,4 @@
-"""SpecTemp: spectral tempering with an SNR-derived γ(k).
+"""SpecTemp's γ(k) curve: spectral tempering with an SNR-derived exponent, for every k at once.
 
 Reference mode follows the authors' code exactly: noise floor σ² = mean of the eigenvalues at indices
 ``int(0.9·d):``, SNR over ranks 1..T0 = int(0.9·d), knee from ``kneed.KneeLocator(curve="convex",
@@ -17,8 +17,7 @@ from enum import Enum
 import numpy as np
 from kneed import KneeLocator
 
-from .linear import SPECTRAL_EPS, LinearMap, check_dim, tempered_matrix
-from .stats import Spectrum, numerical_rank
+from .spectrum import check_dim, numerical_rank
 
 KNEEDLE_S = 0.5
 TAIL_FRACTION = 0.1
@@ -118,27 +117,3 @@ def spectemp_curve(eigenvalues: np.ndarray, mode: SpecTempMode | str = "referenc
         gamma = np.where(s_ref > 0, np.minimum(1.0, snr_k / np.where(s_ref > 0, s_ref, 1.0)), 1.0)
     return SpecTempCurve(mode=mode, noise_floor=noise_floor, snr=snr, knee=knee, knees=knees, gamma=gamma,
                          used_rank=used, difference_curve=difference)
-
-
-@dataclass(frozen=True)
-class SpecTempFit:
-    """A SpecTemp fit: the whole γ(k) curve, the knee, the spectrum and the map for the requested k."""
-
-    curve: SpecTempCurve
-    spectrum: Spectrum
-    dim: int
-    gamma: float
-    knee: int
-    map: LinearMap
-    eps: float = SPECTRAL_EPS
-
-
-def fit_spectemp(spectrum: Spectrum, k: int, mode: SpecTempMode | str = "reference",
-                 eps: float = SPECTRAL_EPS) -> SpecTempFit:
-    """SpecTemp map for dimension ``k``: W_k = U_k diag((λ + eps)^(−γ(k)/2)), y = (x − μ) W_k, then L2."""
-    k = check_dim(k, spectrum.dim)
-    curve = spectemp_curve(spectrum.eigenvalues, mode, count=spectrum.count)
-    gamma = curve.gamma_at(k)
-    matrix = tempered_matrix(spectrum.eigenvectors, spectrum.eigenvalues, gamma, k, eps)
-    return SpecTempFit(curve=curve, spectrum=spectrum, dim=k, gamma=gamma, knee=curve.knee_at(k),
-                       map=LinearMap(spectrum.mean, matrix), eps=eps)

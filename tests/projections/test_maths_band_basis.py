@@ -1,4 +1,4 @@
-"""EmbedFilter basis: orthonormal band, filtered inner products, eigh = SVD subspace, τ=1 identity."""
+"""EmbedFilter's basis: orthonormal band, filtered inner products, eigh = SVD subspace, τ=1 identity."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from hf_dumpembed.projections import embedfilter
-from hf_dumpembed.projections.embedfilter import band_size, embedfilter_map, gram_basis, svd_basis
-from hf_dumpembed.projections.linear import tempered_matrix
+from hf_dumpembed.projections.maths import band_basis
+from hf_dumpembed.projections.maths.band_basis import band_size, gram_basis, svd_basis
+from hf_dumpembed.projections.maths.reference_maps import embedfilter_map
 from hf_dumpembed.remote.modeling_dumpembed import band_start
+from tests.support.spectra import scaled_gaussian
 
 
 def _head(vocab: int = 400, d: int = 32, seed: int = 0) -> np.ndarray:
@@ -81,30 +82,7 @@ def test_bad_band_arguments() -> None:
         gram_basis(_head(), exclude_rows=[400])
 
 
-def test_the_numpy_maps_are_the_shipped_formulas() -> None:
-    """The fit's numpy maps and the remote code's torch functions (what a saved folder recomposes) agree."""
-    import torch
-
-    from hf_dumpembed.remote.modeling_dumpembed import band_matrix, band_start, spectral_matrix
-
-    rng = np.random.default_rng(0)
-    basis, _ = np.linalg.qr(rng.normal(size=(24, 24)))
-    eigenvalues = np.sort(rng.uniform(1e-4, 2.0, 24))[::-1].copy()
-    for k, gamma in [(1, 0.0), (7, 0.37), (24, 1.0)]:
-        shipped = spectral_matrix(torch.from_numpy(basis).float(), torch.from_numpy(eigenvalues).float(), gamma, k)
-        ours = tempered_matrix(basis, eigenvalues, gamma, k)
-        assert np.allclose(ours, shipped.double().numpy(), rtol=1e-5, atol=1e-6), (k, gamma)
-    for m in (1, 5, 12, 24):
-        s = band_start(24, m)
-        assert np.array_equal(embedfilter_map(basis, m).matrix, band_matrix(torch.from_numpy(basis), m).numpy())
-        assert np.array_equal(embedfilter_map(basis, m).matrix, basis[:, s : s + m])
-
-
 # Exact values against independent numpy computations (written to kill mutants: tests/MUTATION.md).
-
-
-def data(n: int, d: int, seed: int = 0) -> np.ndarray:
-    return np.random.default_rng(seed).standard_normal((n, d)) * np.linspace(3.0, 0.5, d)
 
 
 def test_band_size_and_start() -> None:
@@ -120,16 +98,8 @@ def test_band_size_and_start() -> None:
     assert [band_start(8, m) for m in (8, 7, 6, 3, 1)] == [0, 0, 1, 2, 3]
 
 
-def test_embedfilter_map_is_the_middle_band_without_centering() -> None:
-    basis = np.arange(36, dtype=float).reshape(6, 6)
-    linear = embedfilter_map(basis, 2)
-    assert linear.mean.tolist() == [0.0] * 6 and np.array_equal(linear.matrix, basis[:, 2:4])
-    with pytest.raises(ValueError, match=r"dim \(m\) must be an integer between 1 and the embedding dimension 6"):
-        embedfilter_map(basis, 7)
-
-
 def test_gram_basis_in_chunks_with_excluded_rows(monkeypatch: pytest.MonkeyPatch) -> None:
-    w = data(11, 4, seed=5)
+    w = scaled_gaussian(11, 4, seed=5)
     values, vectors = gram_basis(w, exclude_rows=[2, 9, 9])
     kept = np.delete(w, [2, 9], axis=0)
     ref_values, ref_vectors = svd_basis(w, exclude_rows=[9, 2])
@@ -138,7 +108,7 @@ def test_gram_basis_in_chunks_with_excluded_rows(monkeypatch: pytest.MonkeyPatch
     np.testing.assert_allclose(vectors, ref_vectors, atol=1e-8)
     for i in range(4):
         assert vectors[np.abs(vectors[:, i]).argmax(), i] > 0
-    monkeypatch.setattr(embedfilter, "GRAM_CHUNK_ROWS", 3)
+    monkeypatch.setattr(band_basis, "GRAM_CHUNK_ROWS", 3)
     chunked_values, chunked = gram_basis(torch.from_numpy(w), exclude_rows=[2, 9])
     np.testing.assert_allclose(chunked_values, values, rtol=1e-10)
     np.testing.assert_allclose(chunked, vectors, atol=1e-8)
@@ -148,7 +118,7 @@ def test_gram_basis_in_chunks_with_excluded_rows(monkeypatch: pytest.MonkeyPatch
 
 
 def test_embedfilter_refusals() -> None:
-    w = data(5, 3)
+    w = scaled_gaussian(5, 3)
     for bad in ([-1], [5]):
         with pytest.raises(ValueError, match=r"exclude_rows must index rows 0\.\.4"):
             gram_basis(w, exclude_rows=bad)
@@ -160,10 +130,10 @@ def test_embedfilter_refusals() -> None:
     w[1, 1] = np.nan
     with pytest.raises(ValueError, match="contains NaN or inf"):
         gram_basis(w)
-    assert np.array_equal(embedfilter._fix_signs(np.array([[0.0, -2.0], [0.0, 1.0]])), np.array([[0.0, 2.0],
+    assert np.array_equal(band_basis._fix_signs(np.array([[0.0, -2.0], [0.0, 1.0]])), np.array([[0.0, 2.0],
                                                                                                 [0.0, -1.0]]))
 
 
 def test_tensor_weights_that_require_grad_are_read() -> None:
-    w = torch.from_numpy(data(6, 3)).requires_grad_(True)
+    w = torch.from_numpy(scaled_gaussian(6, 3)).requires_grad_(True)
     np.testing.assert_allclose(gram_basis(w)[0], svd_basis(w)[0], rtol=1e-10)

@@ -4,7 +4,7 @@ A text's first segment (its first non-blank line when it has several lines, e.g.
 first sentence) is the query; the whole text, as the corpus pass already encoded it, is its one positive
 document, and the other sampled texts are the negatives. This is the inverse cloze task of Lee et al. (2019,
 "Latent Retrieval for Weakly Supervised Open Domain QA") with the sentence left in its context. Only the short
-queries need encoding beyond the corpus pass.
+queries need encoding beyond the corpus pass; auto mode (`auto_selection.py`) scores its candidates on them.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 MIN_QUERY_CHARS = 8
 MAX_QUERY_WORDS = 48
 DEFAULT_MAX_PAIRS = 1000
+# Below this many pseudo-queries the scores are too noisy to choose from.
+MIN_PSEUDO_QUERIES = 10
 
 
 def first_segment(text: str) -> str | None:
@@ -76,6 +78,16 @@ def build_pseudo_queries(texts: list[str], max_pairs: int = DEFAULT_MAX_PAIRS, s
         chosen = [usable[i] for i in keep]
     return PseudoQueries(queries=[q for _, q in chosen], indices=np.array([i for i, _ in chosen], dtype=np.int64),
                          candidates=len(usable))
+
+
+def check_pseudo_queries(count: int) -> None:
+    """A clear error when there are too few pseudo-queries to choose from."""
+    if count < MIN_PSEUDO_QUERIES:
+        raise ValueError(
+            f"only {count} pseudo-queries (distinct texts whose first line or sentence, of at least 8 letters or "
+            f"digits, can be split from the rest); the auto mode needs at least {MIN_PSEUDO_QUERIES}. Fit on more "
+            "(or longer) texts, or use --mode reference."
+        )
 
 
 def paired_ndcg_at_10(queries: np.ndarray, documents: np.ndarray) -> np.ndarray:

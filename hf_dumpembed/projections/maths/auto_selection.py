@@ -6,8 +6,8 @@ W_k, y = x W_k: the corpus mean is kept), the reference rule's own γ(k), and pr
 scored on m texts sampled from the corpus (their vectors come from the corpus pass) by the sum of two
 label-free nDCG@10s:
 
-- inverse cloze (Lee et al., 2019): a text's first line or sentence (`pseudo.py`) must retrieve its text among the
-  m sampled texts — rewards maps that keep texts apart (it alone drifts to whitening);
+- inverse cloze (Lee et al., 2019): a text's first line or sentence (`pseudo_queries.py`) must retrieve its text
+  among the m sampled texts — rewards maps that keep texts apart (it alone drifts to whitening);
 - fidelity to the full-dimensional model: each sampled text's 10 nearest neighbours among the others under the
   unprojected embedding are its relevant documents — rewards maps that keep the model's own similarity (it alone
   drifts to PCA / the identity).
@@ -32,10 +32,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .baselines import ORACLE_GRID
-from .linear import SPECTRAL_EPS, tempered_scale
-from .pseudo import paired_ndcg_from_scores
-from .stats import Spectrum
+from .pseudo_queries import check_pseudo_queries, paired_ndcg_from_scores
+from .spectrum import SPECTRAL_EPS, Spectrum, tempered_scale
+
+ORACLE_GRID = tuple(round(0.05 * i, 2) for i in range(21))  # 0, 0.05, ..., 1 (the paper's grid for the oracle γ*)
 
 REFERENCE = "reference"
 PREFIX = "prefix"
@@ -49,18 +49,6 @@ DEFAULT_RULE_WEIGHT = 0.5
 # γ_ref(k) at or above this is the rule's saturation at whitening (below the knee): the score's γ is used there.
 SATURATED_GAMMA = 1.0 - 1e-9
 NEIGHBOURS = 10
-# Below this many pseudo-queries the scores are too noisy to choose from.
-MIN_PSEUDO_QUERIES = 10
-
-
-def check_pseudo_queries(count: int) -> None:
-    """A clear error when there are too few pseudo-queries to choose from."""
-    if count < MIN_PSEUDO_QUERIES:
-        raise ValueError(
-            f"only {count} pseudo-queries (distinct texts whose first line or sentence, of at least 8 letters or "
-            f"digits, can be split from the rest); the auto mode needs at least {MIN_PSEUDO_QUERIES}. Fit on more "
-            "(or longer) texts, or use --mode reference."
-        )
 
 
 def k_grid(d: int, smallest: int = MIN_GRID_K) -> np.ndarray:

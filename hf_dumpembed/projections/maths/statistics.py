@@ -1,20 +1,16 @@
-"""Streaming, mergeable corpus statistics (n, Σx, Σxxᵀ in float64) and their eigendecomposition.
+"""Streaming, mergeable corpus statistics: n, Σx and Σxxᵀ in float64 (the input of every corpus-fitted map).
 
 Memory is O(d²) whatever the corpus size. Partial statistics from several workers merge exactly (they are
-sums), in-process with `merge` or across a `torch.distributed` job with `all_reduce`.
+sums), in-process with `merge` or across a `torch.distributed` job with `all_reduce`. Their eigendecomposition
+is `spectrum.eigendecompose`.
 """
 
 from __future__ import annotations
 
-import logging
 import mmap
-import warnings
-from dataclasses import dataclass
 
 import numpy as np
 import torch
-
-logger = logging.getLogger(__name__)
 
 
 def as_float_array(batch: np.ndarray | torch.Tensor, dim: int | None = None, check_finite: bool = True) -> np.ndarray:
@@ -142,67 +138,3 @@ def accumulate(array: np.ndarray, batch_size: int = 16384, progress: bool = Fals
             end = offset + min(start + batch_size, len(array)) * row_bytes
             mapping.madvise(mmap.MADV_DONTNEED, begin, (end - begin) // page * page)
     return stats
-
-
-@dataclass(frozen=True)
-class Spectrum:
-    """Eigendecomposition of a covariance, sorted by descending eigenvalue.
-
-    Attributes:
-        mean: (d,) the corpus mean.
-        eigenvalues: (d,) descending, clipped at 0.
-        eigenvectors: (d, d) column i belongs to eigenvalue i.
-        count: n, the number of vectors behind the statistics.
-        rank: number of eigenvalues above numerical zero (≤ min(n − 1, d)).
-    """
-
-    mean: np.ndarray
-    eigenvalues: np.ndarray
-    eigenvectors: np.ndarray
-    count: int
-    rank: int
-
-    @property
-    def dim(self) -> int:
-        return len(self.eigenvalues)
-
-
-# Eigenvalues below this fraction of the largest one are numerical zeros (float64 round-off of Σxxᵀ − nμμᵀ).
-ZERO_EIGENVALUE_RTOL = 1e-10
-
-
-def numerical_rank(eigenvalues: np.ndarray, count: int | None = None) -> int:
-    """Number of eigenvalues (descending) that are not numerically zero; at most n − 1 when n is known."""
-    top = float(eigenvalues[0]) if len(eigenvalues) else 0.0
-    rank = int((eigenvalues > top * ZERO_EIGENVALUE_RTOL).sum()) if top > 0 else 0
-    if count is not None:
-        rank = min(rank, max(count - 1, 0))
-    return rank
-
-
-def eigendecompose(stats: StreamingStats) -> Spectrum:
-    """Covariance → `eigh` (float64), sorted descending, eigenvalues clipped at 0; warns when n ≤ d."""
-    cov = stats.covariance()
-    if not (np.isfinite(cov).all() and np.isfinite(stats.mean).all()):
-        raise ValueError(
-            f"the corpus statistics (mean / covariance of {stats.count} embeddings) hold NaN or infinite values: the "
-            "model gives non-finite vectors for some texts (damaged weights, or an overflow in reduced precision). "
-            "Check the model with `hf-dumpembed verify`, or fit in float32; no projection was written."
-        )
-    eigenvalues, eigenvectors = np.linalg.eigh(cov)
-    order = np.argsort(eigenvalues)[::-1]
-    eigenvalues = np.clip(eigenvalues[order], 0.0, None)
-    eigenvectors = eigenvectors[:, order]
-    # A deterministic sign: the largest-magnitude entry of each eigenvector is positive.
-    signs = np.sign(eigenvectors[np.abs(eigenvectors).argmax(axis=0), np.arange(stats.dim)])
-    eigenvectors = eigenvectors * np.where(signs == 0, 1.0, signs)
-    rank = numerical_rank(eigenvalues, stats.count)
-    if stats.count <= stats.dim:
-        message = (
-            f"only n={stats.count} vectors for d={stats.dim} dimensions: the covariance has rank ≤ {stats.count - 1} "
-            f"(numerical rank {rank}); the trailing eigenvalues are zero. Fit on more texts, or use the robust "
-            "mode, which drops the zero eigenvalues before estimating the noise floor."
-        )
-        warnings.warn(message, stacklevel=2)
-        logger.warning(message)
-    return Spectrum(mean=stats.mean, eigenvalues=eigenvalues, eigenvectors=eigenvectors, count=stats.count, rank=rank)
