@@ -42,6 +42,62 @@ RESUME_HINTS = {
 }
 
 
+# Errors the user can act on (bad flags, existing folders, missing packages): their message says what to do.
+USER_ERRORS = (ValueError, FileExistsError, OSError, ImportError)
+
+
+def _frames_innermost_first(error: BaseException) -> list:
+    frames, tb = [], error.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    return frames[::-1]
+
+
+def safetensors_file_of(error: BaseException) -> str | None:
+    """The ``.safetensors`` file the call that raised ``error`` was reading or writing (safetensors' own errors do
+    not name it): the path-valued variables of the failing frames that name one, innermost first, an existing file
+    preferred."""
+    named = []
+    for frame in _frames_innermost_first(error):
+        for value in frame.f_locals.values():
+            path = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
+            if isinstance(path, str) and path.endswith(".safetensors"):
+                named.append(path)
+    return next((path for path in named if os.path.isfile(path)), named[0] if named else None)
+
+
+def safetensors_message(error: BaseException) -> str:
+    """One line for a safetensors error: a full disk / quota / read-only file system, else a file that could not
+    be read (damaged: cut short, padded, or not safetensors at all)."""
+    from ._utils.atomic import disk_errno, disk_error_message, failed_path
+
+    code = disk_errno(error)
+    file = safetensors_file_of(error) or failed_path(error)
+    if code is not None:
+        return disk_error_message(code, file or "a safetensors file")
+    if "os error" in str(error):
+        return f"could not read {file or 'a safetensors file'} ({error}): check that it exists and can be read."
+    return f"{file or 'a safetensors weights file'} is damaged ({error}): rebuild or re-download it."
+
+
+def error_message(error: BaseException) -> str | None:
+    """The one-line message for an error the command reports without a traceback; None for anything else (a bug,
+    shown with its traceback)."""
+    from safetensors import SafetensorError
+
+    from ._utils.atomic import OutputWriteError, disk_errno, disk_error_message, failed_path
+
+    if isinstance(error, SafetensorError):  # safetensors' Rust error type: not an OSError / ValueError
+        return safetensors_message(error)
+    if not isinstance(error, USER_ERRORS):
+        return None
+    code = disk_errno(error)
+    if code is not None and not isinstance(error, OutputWriteError):  # a writer outside the staged outputs
+        return disk_error_message(code, failed_path(error) or "the output")
+    return str(error)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     # Our own progress at INFO; third-party chatter (sentence-transformers, mteb) only from WARNING up.
@@ -52,13 +108,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
         args.func(args)
-    except (ValueError, FileExistsError, OSError, ImportError) as error:
-        # User errors (bad flags, existing folders, missing packages): the message says what to do.
-        raise SystemExit(f"hf-dumpembed {args.command}: error: {error}") from None
     except KeyboardInterrupt:
         hint = RESUME_HINTS.get(args.command, "outputs are written only when complete: nothing half-written is left")
         sys.stderr.write(f"\nhf-dumpembed {args.command}: interrupted; {hint}.\n")
         raise SystemExit(130) from None
+    except Exception as error:
+        message = error_message(error)
+        if message is None:
+            raise
+        raise SystemExit(f"hf-dumpembed {args.command}: error: {message}") from None
 
 
 if __name__ == "__main__":

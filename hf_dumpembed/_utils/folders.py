@@ -37,10 +37,18 @@ def staged_output(out_dir: str | Path, overwrite: bool = False,
         yield staging
 
 
+def check_new_file(path: Path) -> None:
+    """Refuse an existing ``path`` (a file is replaced only when the caller was told to)."""
+    if path.exists() or path.is_symlink():
+        raise FileExistsError(f"{path} already exists; choose another file or pass overwrite=True (--overwrite on the "
+                              "command line) to replace it.")
+
+
 @contextmanager
-def staged_file(path: str | Path) -> Iterator[Path]:
+def staged_file(path: str | Path, overwrite: bool = True) -> Iterator[Path]:
     """Yield a temporary file next to ``path``; on success it replaces ``path`` in one rename (with the user's
-    umask), on error it is removed and ``path`` is what it was. One writer at a time (the output lock)."""
+    umask), on error it is removed and ``path`` is what it was. One writer at a time (the output lock); with
+    ``overwrite=False`` an existing ``path`` is refused (checked under the lock)."""
     import os
     import tempfile
 
@@ -52,6 +60,8 @@ def staged_file(path: str | Path) -> Iterator[Path]:
     if not path.parent.is_dir():
         raise FileNotFoundError(f"{path.parent} does not exist: create it first, or give another path.")
     with output_lock(path):
+        if not overwrite:
+            check_new_file(path)  # under the lock: of two runs, the second one is refused
         fd, name = tempfile.mkstemp(prefix=f".{path.name}.staging-", dir=path.parent)
         os.close(fd)
         staging = Path(name)

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._utils.folders import staged_output
-from .._utils.remote_trust import require_trusted_code
 from ..model.backbone import is_decoder_folder
+from ..model.folder_schema import require_trusted_code
 from .logit_lens import DEFAULT_RATIO, LogitLens, logit_lens
 from .plots import plot_token_statistics
 from .token_stats import TokenStatistics, attention_sinks, token_statistics

@@ -91,8 +91,7 @@ record changed without regenerating); tests/repository/test_benchmarks.py checks
 
 
 def _report(args: argparse.Namespace) -> None:
-
-    from ..evaluation.report import load_records, markdown_table
+    from ..evaluation.report import check_report_target, load_records, markdown_table, write_report
 
     if args.benchmarks:
         _report_benchmarks(args)
@@ -101,6 +100,8 @@ def _report(args: argparse.Namespace) -> None:
         raise ValueError("--check goes with --benchmarks DIR (it compares --out with the render of the records).")
     if not args.inputs:
         raise ValueError("give INPUT (mteb results folders / JSON row files) or --benchmarks DIR.")
+    if args.out:
+        check_report_target(args.out, args.inputs, args.overwrite)  # before reading anything
     renames = dict(item.split("=", 1) for item in args.rename or [] if "=" in item)
     bad = [item for item in args.rename or [] if "=" not in item]
     if bad:
@@ -113,10 +114,7 @@ def _report(args: argparse.Namespace) -> None:
     baseline = renames.get(args.baseline, args.baseline) if args.baseline else None
     table = markdown_table(records, tasks=args.tasks, digits=args.digits, baseline=baseline)
     if args.out:
-        from .._utils.folders import staged_file
-
-        with staged_file(args.out) as staging:  # a failed write leaves the old file (or none)
-            staging.write_text(table, encoding="utf-8")
+        write_report(table, args.out, args.inputs, args.overwrite)  # a failed write leaves the old file (or none)
         say(f"Wrote {args.out}")
     say(table.rstrip("\n"))
 
@@ -142,17 +140,18 @@ def _benchmarks_module():
 
 
 def _report_benchmarks(args: argparse.Namespace) -> None:
-    renderer = _benchmarks_module()
-    check, write_benchmarks = renderer.check, renderer.write_benchmarks
+    from ..evaluation.report import write_report
 
+    renderer = _benchmarks_module()
     if args.inputs:
         raise ValueError("--benchmarks renders BENCHMARKS.md from its records alone; drop the INPUT arguments.")
     out = args.out or "BENCHMARKS.md"
     if args.check:
-        check(args.benchmarks, out)
+        renderer.check(args.benchmarks, out)
         say(f"{out} is the render of {args.benchmarks}")
         return
-    write_benchmarks(args.benchmarks, out)
+    # A render replaces the previous one; never a model folder's file or one of the records.
+    write_report(renderer.render_directory(args.benchmarks), out, [args.benchmarks], overwrite=True)
     say(f"Wrote {out} from {args.benchmarks}")
 
 
@@ -211,8 +210,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     report.add_argument("--rename", action="append", default=None, metavar="OLD=NEW",
                         help="display name for a method (repeatable)")
     report.add_argument("--digits", type=int, default=4, help="decimals (default: 4)")
-    report.add_argument("--out", default=None, help="also write the table to this file (with --benchmarks: the "
-                        "file to write or check, default BENCHMARKS.md)")
+    report.add_argument("--out", default=None, help="also write the table to this file, a new one unless --overwrite "
+                        "(never inside a model folder or an INPUT; with --benchmarks: the file to write or check, "
+                        "default BENCHMARKS.md, replaced by each render)")
+    report.add_argument("--overwrite", action="store_true", help="replace --out when it exists")
     report.add_argument("--benchmarks", default=None, metavar="DIR", help="render BENCHMARKS.md from the section "
                         "records in DIR (scripts/bench/results) instead of a table")
     report.add_argument("--check", action="store_true", help="with --benchmarks: write nothing, exit non-zero when "

@@ -58,11 +58,6 @@ def _export_st(args: argparse.Namespace) -> None:
     from ..export.stock import export_stock_st
     from ..export.verify import check_load_paths
 
-    if not args.no_check:  # the check loads MODEL with its remote code: refuse code that is not ours first
-        from .._utils.remote_trust import require_trusted_code
-
-        require_trusted_code(args.model, args.trust_remote_code)
-
     def check(staging: Path) -> None:  # on the complete export, before it is moved into place
         report = check_load_paths(args.model, stock_export_dir=staging, include_mteb=False,
                                   trust_remote_code=args.trust_remote_code)
@@ -71,7 +66,8 @@ def _export_st(args: argparse.Namespace) -> None:
             raise SystemExit("The stock export does not reproduce the model's vectors (see above); nothing was "
                              "written.")
 
-    out = export_stock_st(args.model, args.out, overwrite=args.overwrite, check=None if args.no_check else check)
+    out = export_stock_st(args.model, args.out, overwrite=args.overwrite, check=None if args.no_check else check,
+                          trust_remote_code=args.trust_remote_code)
     say(f"Wrote {out}")
 
 
@@ -94,8 +90,12 @@ def _verify(args: argparse.Namespace) -> None:
 
 def _card(args: argparse.Namespace) -> None:
     from ..evaluation.results import card_evaluation
-    from ..model.card import write_card
+    from ..model.card import check_repo_id, check_revision, write_card
 
+    if args.model_id is not None:  # pasted into the usage snippets: a Hub repo id, checked as `push` checks REPO_ID
+        check_repo_id(args.model_id, "--model-id")
+    if args.revision is not None:
+        check_revision(args.revision)
     evaluation = None
     if args.results is not None:
         evaluation = card_evaluation(args.results, args.model, args.model_id, args.results_model)
@@ -125,9 +125,10 @@ def _add_build(commands: argparse._SubParsersAction) -> None:
     build.add_argument("--dump-tokens", type=int, default=4, metavar="K",
                        help="number of [DUMP] tokens; 0 builds the plain baseline (default: 4)")
     build.add_argument("--pooling", choices=["auto", *POOLING_MODES], default="auto",
-                       help="auto (default): the source's own sentence-transformers pooling (mean becomes "
-                       "mean_no_dump, the mean without the [DUMP] slots, when K > 0), else cls for encoders and "
-                       f"last for decoders. {stock_pooling_modes()} compute what sentence-transformers' Pooling "
+                       help="auto (default): the source's own sentence-transformers pooling (a mean stays the stock "
+                       "mean over every token, [DUMP] slots included, so the folder exports to stock modules; "
+                       "mean_no_dump leaves them out and needs remote code or the ONNX graph), else cls for encoders "
+                       f"and last for decoders. {stock_pooling_modes()} compute what sentence-transformers' Pooling "
                        "does. The choice and the reason are printed and shown in the card")
     build.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default=None,
                        help="dtype of the backbone's weights in the folder (default: the source's own, e.g. bf16 "
@@ -200,17 +201,18 @@ def _add_card(commands: argparse._SubParsersAction) -> None:
     card = commands.add_parser(
         "card",
         help="render the model card (README.md) of a model folder",
-        description="Render model_cards/dumpembed.md into MODEL/README.md from what the folder holds: YAML front "
-        "matter (library, task, tags, base model, Hub datasets, license, language), usage snippets "
+        description="Render hf_dumpembed/model_cards/dumpembed.md into MODEL/README.md from what the folder holds: "
+        "YAML front matter (library, task, tags, base model, Hub datasets, license, language), usage snippets "
         "(sentence-transformers, transformers, stock export, MTEB), the [DUMP] set-up, the projection's provenance "
         "and plots (config.projection_info, plots/*.png), training hyperparameters and data (config.training_info, "
         "training/), the evaluation table from mteb results (--results), limitations and citations. Sections whose "
         "data the folder lacks are left out.",
     )
     card.add_argument("model", help="a DumpEmbed model folder")
-    card.add_argument("--model-id", default=None, help="what the usage snippets load, e.g. a Hub repo id "
-                      "(default: the folder path)")
-    card.add_argument("--revision", default=None, help="commit sha the snippets pin (revision=...)")
+    card.add_argument("--model-id", default=None, help="the Hub repo id (owner/name, checked as `push` checks "
+                      "REPO_ID) the usage snippets load (default: the folder path)")
+    card.add_argument("--revision", default=None, help="commit sha (or branch / tag name) the snippets pin "
+                      "(revision=...)")
     card.add_argument("--results", default=None, metavar="DIR",
                       help="mteb results folder (<model_name>/<revision>/<Task>.json, as `hf-dumpembed eval` "
                       "writes it) for the evaluation table")

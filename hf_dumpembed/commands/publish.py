@@ -95,6 +95,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     push.add_argument("--results-model", default=None, metavar="NAME",
                       help="which model's results to show when DIR holds several (as for `card`)")
     push.add_argument("--stage-dir", default=None, metavar="DIR",
-                      help="stage the files here (an empty or new folder) instead of a temporary folder")
+                      help="stage the files here (an empty or new folder) instead of a temporary folder; a failed "
+                      "push removes a folder it created (an existing one is emptied again)")
     add_trust_flag(push)
     push.set_defaults(func=_push)

@@ -148,6 +148,9 @@ def load_qrels(folder: str | Path, split: str = "test") -> dict[str, dict[str, i
         first_line[fields[0], fields[1]] = line_number
     if not qrels:
         raise ValueError(f"{path} holds no relevance judgements.")
+    if not any(score > 0 for judged in qrels.values() for score in judged.values()):
+        raise ValueError(f"{path} has no positive judgement (every score is 0 or less), so every model would score "
+                         "0: give each relevant query-document pair a score above 0.")
     return qrels
 
 

@@ -21,12 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._utils.atomic import check_separate
+from .._utils.folders import check_new_file, staged_file
 from .._utils.tables import percent, relative_change, render_markdown
 from .results import embed_dim, eval_rows, load_results
 
 DEFAULT_METRIC = "ndcg_at_10"
 _SEED_RE = re.compile(r"^(?P<method>.+?)[-_]seed(?P<seed>\d+)$")
 _ROW_KEYS = {"method", "k", "seed", "task", "value", "label", "model"}
+MODEL_FOLDER_FILES = ("config.json", "modules.json")  # a folder holding one of these is a model's: never written
 
 
 @dataclass(frozen=True)
@@ -178,3 +181,37 @@ def markdown_table(records: list[Record], tasks: list[str] | None = None, digits
     texts = [[_text(cell, digits) for cell in (row[:-1] if baseline else row)]
              + ([percent(row[-1])] if baseline else []) for row in rows]
     return render_markdown(header, texts) + "\n"
+
+
+def model_folder_above(path: Path) -> Path | None:
+    """The innermost folder above ``path`` that holds a model's ``config.json`` or ``modules.json``, if any."""
+    for folder in path.parents:
+        if any((folder / name).is_file() for name in MODEL_FOLDER_FILES):
+            return folder
+    return None
+
+
+def check_report_target(out: str | Path, inputs: Iterable[str | Path], overwrite: bool = False) -> Path:
+    """``out`` when a report may be written there: not an existing file (unless ``overwrite``), and, whatever
+    ``overwrite`` says, neither one of ``inputs`` nor inside one, nor inside a model folder."""
+    out = Path(out).expanduser()
+    target = out.parent.resolve() / out.name  # where the rename puts it (a link at ``out`` is replaced, not followed)
+    check_separate(target, inputs)
+    model = model_folder_above(target)
+    if model is not None:
+        raise ValueError(f"{out} is inside the model folder {model} (it holds config.json or modules.json), which a "
+                         "report never writes into: choose a path outside it.")
+    if out.is_dir():
+        raise IsADirectoryError(f"{out} is a folder; give a file path.")
+    if not overwrite:
+        check_new_file(out)
+    return out
+
+
+def write_report(text: str, out: str | Path, inputs: Iterable[str | Path], overwrite: bool = False) -> Path:
+    """Write ``text`` to ``out`` (checked by `check_report_target`) in one rename: a failed write leaves the old
+    file, or none."""
+    out = check_report_target(out, inputs, overwrite)
+    with staged_file(out, overwrite=overwrite) as staging:
+        staging.write_text(text, encoding="utf-8")
+    return out

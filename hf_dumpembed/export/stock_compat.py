@@ -21,23 +21,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-# Current class path (sentence-transformers 6.x) -> the name every release since 2.x resolves.
-LEGACY_MODULE_TYPES = {
-    "Transformer": "sentence_transformers.models.Transformer",
-    "Pooling": "sentence_transformers.models.Pooling",
-    "Dense": "sentence_transformers.models.Dense",
-    "Normalize": "sentence_transformers.models.Normalize",
-}
-# sentence-transformers Pooling mode -> the boolean key of the legacy config (all present, one true).
-LEGACY_POOLING_FLAGS = {
-    "cls": "pooling_mode_cls_token",
-    "mean": "pooling_mode_mean_tokens",
-    "max": "pooling_mode_max_tokens",
-    "mean_sqrt_len_tokens": "pooling_mode_mean_sqrt_len_tokens",
-    "weightedmean": "pooling_mode_weightedmean_tokens",
-    "lasttoken": "pooling_mode_lasttoken",
-}
-LEGACY_DENSE_KEYS = ("in_features", "out_features", "bias", "activation_function")
+from ..model.folder_schema import LEGACY_DENSE_KEYS, LEGACY_MODULE_TYPES, LEGACY_POOLING_FLAGS
+
 # Dense routing keys at these values are what every version assumes; anything else cannot be expressed.
 DEFAULT_DENSE_ROUTING = {"module_input_name": ("sentence_embedding",),
                          "module_output_name": (None, "sentence_embedding")}

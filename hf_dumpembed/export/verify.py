@@ -137,8 +137,8 @@ def check_load_paths(
 
     The folder's remote code must be hf_dumpembed's own (UntrustedRemoteCode otherwise) unless
     ``trust_remote_code``; so must a stock export's modules."""
-    from .._utils.remote_trust import require_trusted_code
     from ..model.folder_check import require_dumpembed_folder
+    from ..model.folder_schema import require_trusted_code
 
     require_dumpembed_folder(model_dir)
     require_trusted_code(model_dir, trust_remote_code)

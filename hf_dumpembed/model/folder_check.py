@@ -25,4 +25,21 @@ def require_dumpembed_folder(folder: str | Path) -> Path:
         what = " (a stock sentence-transformers folder)" if (folder / "modules.json").exists() else ""
         raise ValueError(f"{folder} is not a DumpEmbed model folder{what}: config.json model_type is {model_type!r}, "
                          "not 'dumpembed'. Build one with `hf-dumpembed build BACKBONE OUT`.")
+    for weights in sorted(folder.glob("*.safetensors")):
+        require_readable_safetensors(weights)
     return folder
+
+
+class DamagedWeightsError(ValueError):
+    """A safetensors file whose header does not describe its bytes (truncated, overwritten, not safetensors)."""
+
+
+def require_readable_safetensors(path: Path) -> None:
+    """DamagedWeightsError naming ``path`` when safetensors cannot read its header (nothing is loaded)."""
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), "numpy"):
+            pass
+    except (SafetensorError, OSError) as error:
+        raise DamagedWeightsError(f"{path} is damaged ({error}): rebuild or re-download it.") from None

@@ -48,6 +48,8 @@ _TEMPLATE_TYPES = ("TemplateProcessing", "BertProcessing", "RobertaProcessing")
 _SENTENCEPIECE_FILES = ("sentencepiece.bpe.model", "spiece.model", "tokenizer.model", "sentencepiece.model")
 # A model_max_length at or above this is transformers' "no limit" placeholder (VERY_LARGE_INTEGER), not a length.
 _NO_LIMIT = 10**9
+# The tokenizer class every saved tokenizer_config.json names: the fast tokenizer over the folder's tokenizer.json.
+TOKENIZER_CLASS = "PreTrainedTokenizerFast"
 
 
 class UnsupportedTokenizerError(ValueError):
@@ -393,12 +395,14 @@ def save_dump_tokenizer(tokenizer: PreTrainedTokenizerBase, out_dir: str | Path,
     config = json.loads(config_path.read_text())
     for key in (*_TEMPLATE_REBUILDING_KEYS, *_PER_CALL_KEYS):
         config.pop(key, None)
+    for key in [key for key in config if key.endswith("_file")]:  # the source's files (a local path): not ours
+        config.pop(key)
     if limit is None:
         config.pop("max_length", None)
     else:
         config["max_length"] = limit
     # A model-specific class (BertTokenizer, ...) rebuilds its own template on load and drops the prefix.
-    config["tokenizer_class"] = "PreTrainedTokenizerFast"
+    config["tokenizer_class"] = TOKENIZER_CLASS
     config["model_input_names"] = list(tokenizer.model_input_names)
     # PreTrainedTokenizerFast pads on the right unless told: keep the source's side (Llama, Gemma, Qwen: left).
     config["padding_side"] = tokenizer.padding_side

@@ -9,7 +9,6 @@ and compares the vectors.
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import logging
 import os
@@ -19,16 +18,23 @@ import sys
 import tempfile
 import textwrap
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 
 import numpy as np
 import yaml
 
 from .._utils.public_paths import private_prefixes
-from .._utils.remote_trust import foreign_code, require_trusted_code
+from ..model.folder_schema import (
+    FolderShape,
+    UntrustedRemoteCode,
+    describe,
+    folder_deviations,
+    folder_shape,
+    require_trusted_code,
+    trusted_summary,
+)
+from .secret_bytes import redact
 from .staging_safety import (
-    TRAINING_SIDE_FILES,
     Identity,
     check_file,
     scan_folder,
@@ -37,18 +43,8 @@ from .staging_safety import (
 )
 from .weights import weights_problems
 
-# Weight and data formats that unpickle or are not safetensors: never published.
+# Weight and data formats that unpickle or are not safetensors: never published, even with --trust-remote-code.
 FORBIDDEN_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".h5", ".msgpack", ".npy", ".npz", ".joblib")
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
-                   "vocab.txt", "vocab.json", "merges.txt", "tokenizer.model", "spiece.model", "chat_template.jinja")
-ST_FILES = ("modules.json", "config_sentence_transformers.json", "sentence_bert_config.json")
-# quantization.json: the int8 ranges and binary thresholds `fit` measured (hf_dumpembed.model.quantization).
-# dumpembed_export.json: a stock export's record of its DumpEmbed source (hf_dumpembed.model.export_record).
-ROOT_FILES = ("config.json", "generation_config.json", "README.md", ".gitattributes", "quantization.json",
-              "dumpembed_export.json",
-              *TOKENIZER_FILES, *ST_FILES)
-# Inside a stock sentence-transformers module folder (1_Pooling/, 2_Dense/, ...).
-MODULE_FILE_PATTERNS = ("config.json", "*.safetensors", "*.json")
 logger = logging.getLogger(__name__)
 CHECK_TEXTS = (
     "A man is eating food.",
@@ -57,11 +53,8 @@ CHECK_TEXTS = (
 )
 
 
-class FolderKind(str, Enum):
-    """DUMPEMBED: the folder with remote code; STOCK: the `export-st` pipeline, loadable without remote code."""
-
-    DUMPEMBED = "dumpembed"
-    STOCK = "stock"
+# DUMPEMBED: the folder with remote code; STOCK: the `export-st` pipeline, loadable without remote code.
+FolderKind = FolderShape
 
 
 @dataclass
@@ -83,7 +76,7 @@ class FolderReport:
         lines = [f"Checks of {self.folder}{kind}:"]
         lines += [f"  ok    {line}" for line in self.passed]
         lines += [f"  FAIL  {line}" for line in self.problems]
-        return "\n".join(lines)
+        return redact("\n".join(lines))  # a file named after a token is never printed in clear
 
 
 class PublishRefused(ValueError):
@@ -105,14 +98,13 @@ def folder_kind(folder: Path) -> FolderKind:
     """DUMPEMBED when config.json says model_type dumpembed, STOCK for a sentence-transformers pipeline."""
     if not (folder / "config.json").exists():
         raise FileNotFoundError(f"{folder} has no config.json: it is not a model folder.")
-    if _read_json(folder / "config.json").get("model_type") == "dumpembed":
-        return FolderKind.DUMPEMBED
-    if (folder / "modules.json").exists():
-        return FolderKind.STOCK
-    raise ValueError(
-        f"{folder} is neither a DumpEmbed folder (config.json model_type 'dumpembed') nor a stock "
-        "sentence-transformers export (modules.json); build one with `hf-dumpembed build` or `export-st`."
-    )
+    shape = folder_shape(folder)
+    if shape is None:
+        raise ValueError(
+            f"{folder} is neither a DumpEmbed folder (config.json model_type 'dumpembed') nor a stock "
+            "sentence-transformers export (modules.json); build one with `hf-dumpembed build` or `export-st`."
+        )
+    return shape
 
 
 def list_files(folder: Path) -> list[str]:
@@ -121,45 +113,10 @@ def list_files(folder: Path) -> list[str]:
     return sorted(scan_folder(folder).files)
 
 
-def remote_code_files(config: dict) -> set[str]:
-    """The ``*.py`` files config.json's ``auto_map`` points at (``module.Class`` -> ``module.py``)."""
-    files = set()
-    for target in (config.get("auto_map") or {}).values():
-        for ref in target if isinstance(target, list) else [target]:
-            if isinstance(ref, str) and "--" not in ref:  # "repo--module.Class" lives in another repo
-                files.add(ref.rsplit(".", 1)[0] + ".py")
-    return files
-
-
-def _module_dirs(folder: Path) -> set[str]:
-    """Sub-folders of the sentence-transformers modules listed in modules.json (1_Pooling, 2_Dense, ...)."""
-    modules = folder / "modules.json"
-    if not modules.exists():
-        return set()
-    return {m["path"] for m in json.loads(modules.read_text()) if m.get("path")}
-
-
-def is_allowed(path: str, kind: FolderKind, module_dirs: set[str], code_files: set[str] | None = None) -> bool:
-    """The allowlist of a published folder; ``code_files``: the ``*.py`` files config.json's ``auto_map`` names
-    (the only code a DumpEmbed folder may carry; safetensors files are checked by `weights_problems`)."""
-    parts = path.split("/")
-    if len(parts) == 1:
-        return (path in ROOT_FILES or path.endswith(".safetensors") or path == "model.safetensors.index.json"
-                or (kind is FolderKind.DUMPEMBED and path in (code_files or set())))
-    if parts[0] == "plots":
-        return len(parts) == 2 and path.endswith(".png")
-    if parts[0] == "training":
-        return len(parts) == 2 and parts[1] in TRAINING_SIDE_FILES
-    if parts[0] in module_dirs and len(parts) == 2:
-        return any(fnmatch.fnmatch(parts[1], pattern) for pattern in MODULE_FILE_PATTERNS)
-    return False
-
-
 def static_checks(folder: Path, report: FolderReport, repo_id: str | None = None,
                   trust_remote_code: bool = False) -> list[str]:
     """File-level checks; returns the files that would be uploaded. Code that is not hf_dumpembed's own remote code
     is refused unless ``trust_remote_code``; it is never imported here."""
-    kind = report.kind
     scan = scan_folder(folder)
     report.problems += scan.problems
     files = sorted(scan.files)
@@ -174,7 +131,7 @@ def static_checks(folder: Path, report: FolderReport, repo_id: str | None = None
     report.verified = dict(scan.files)
     config = _read_json(folder / "config.json")
     _check_weights(folder, files, report)
-    _check_code_files(folder, files, config, report, trust_remote_code)
+    _check_shape(folder, files, config, report, trust_remote_code)
 
     if not any(f in files for f in ("tokenizer.json", "tokenizer_config.json")):
         report.problems.append("no tokenizer files (tokenizer.json / tokenizer_config.json)")
@@ -196,18 +153,6 @@ def static_checks(folder: Path, report: FolderReport, repo_id: str | None = None
     else:
         report.passed.append("model card README.md with valid YAML front matter")
 
-    module_dirs = _module_dirs(folder)
-    code = remote_code_files(config) if kind is FolderKind.DUMPEMBED else set()
-    stray = [f for f in files if not is_allowed(f, kind, module_dirs, code)]
-    if stray:
-        report.problems.append(
-            f"stray files that do not belong in a published model: {', '.join(stray)} (a published folder holds "
-            "config.json, *.safetensors, remote code, tokenizer and sentence-transformers files, README.md, "
-            "quantization.json, plots/*.png and training/{config.yaml,environment.json,data_files.json}; move the "
-            "rest elsewhere)"
-        )
-    else:
-        report.passed.append(f"no stray files ({len(files)} files)")
     return files
 
 
@@ -234,39 +179,23 @@ def _check_weights(folder: Path, files: list[str], report: FolderReport) -> None
                                  f"({', '.join(f for f in files if f.endswith('.safetensors'))})")
 
 
-def _check_code_files(folder: Path, files: list[str], config: dict, report: FolderReport,
-                      trust_remote_code: bool) -> None:
-    """Problems with the Python files: a DumpEmbed folder's auto_map files present and ours; none in a stock export."""
-    code_files = sorted(f for f in files if f.endswith(".py") and "/" not in f)
-    if report.kind is FolderKind.DUMPEMBED:
-        needed = remote_code_files(config)
-        missing = sorted(needed - set(files))
-        if not needed:
-            report.problems.append("config.json has no auto_map: the remote code would not load")
-        elif missing:
-            report.problems.append(f"remote code files named by config.json auto_map are missing: {', '.join(missing)}")
-        else:
-            _check_code_is_ours(folder, sorted(needed), report, trust_remote_code)
-    elif code_files or config.get("auto_map"):
+def _check_shape(folder: Path, files: list[str], config: dict, report: FolderReport, trust_remote_code: bool) -> None:
+    """The folder must have exactly the shape hf_dumpembed's writers produce (`folder_deviations`), unless the user
+    trusts it; a stock export never carries code, trusted or not. Nothing in the folder is imported here."""
+    code_files = sorted(f for f in files if f.endswith((".py", ".pyc")))
+    if report.kind is FolderKind.STOCK and (code_files or config.get("auto_map")):
         report.problems.append(f"a stock export must not carry remote code: {', '.join(code_files) or 'auto_map'} "
                                "(re-export with `hf-dumpembed export-st`)")
+    deviations = folder_deviations(folder)
+    if deviations and not trust_remote_code:
+        report.problems.append("not exactly a folder hf_dumpembed writes (its code could run where it is loaded):\n"
+                               f"{describe(deviations)}\n  Publish folders made by hf-dumpembed, or read the files "
+                               "and pass --trust-remote-code")
+    elif deviations:
+        report.passed.append("published as trusted (--trust-remote-code) although it is not exactly a folder "
+                             f"hf_dumpembed writes: {'; '.join(str(item) for item in deviations)}")
     else:
-        _check_code_is_ours(folder, [], report, trust_remote_code)
-
-
-def _check_code_is_ours(folder: Path, code: list[str], report: FolderReport, trust_remote_code: bool) -> None:
-    """A problem for code in ``folder`` that is not hf_dumpembed's own (unless ``trust_remote_code``)."""
-    foreign = foreign_code(folder)
-    if foreign and not trust_remote_code:
-        report.problems.append("code that is not hf_dumpembed's own remote code: " + "; ".join(foreign) + ". Publish "
-                               "folders made by hf-dumpembed, or read the files and pass --trust-remote-code")
-    elif foreign:
-        report.passed.append(f"code that is not hf_dumpembed's own, published as trusted (--trust-remote-code): "
-                             f"{'; '.join(foreign)}")
-    elif code:
-        report.passed.append(f"remote code present and byte-identical to hf_dumpembed's own ({', '.join(code)})")
-    else:
-        report.passed.append("no remote code (stock export)")
+        report.passed.append(trusted_summary(folder))
 
 
 def card_model_id(card_text: str) -> str | None:
@@ -433,6 +362,12 @@ def check_folder(folder: str | Path, source: str | Path | None = None, tolerance
         loads = [(target, report.kind is FolderKind.DUMPEMBED)]
         if source is not None:
             loads.insert(0, (Path(source), True))
+        try:  # the exact files the fresh process loads pass the same check (nothing changed since the static one)
+            for path, _ in loads:
+                require_trusted_code(path, trust_remote_code)
+        except UntrustedRemoteCode as error:
+            report.problems.append(f"the staged copy is not a folder hf_dumpembed writes; not loaded: {error}")
+            return report, files
         logger.info("Loading %s in a fresh Python process (%s) ...", ", ".join(str(path) for path, _ in loads), how)
         try:
             outs = fresh_process_load(loads)

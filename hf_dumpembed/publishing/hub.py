@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._utils.hashing import sha256_file
+from ..model.card import check_repo_id
 from .checks import FolderReport, PublishRefused, check_folder
 from .staging import stage_for_repo
 from .staging_safety import scan_folder
@@ -78,15 +79,9 @@ def check_online() -> None:
 
 
 def validate_target(repo_id: str, branch: str | None) -> None:
-    from huggingface_hub.utils import HFValidationError, validate_repo_id
-
-    try:
-        validate_repo_id(repo_id)
-    except HFValidationError as error:
-        raise ValueError(f"REPO_ID {repo_id!r} is not a valid Hub repo id: {error}") from None
-    if "/" not in repo_id:
-        raise ValueError(f"REPO_ID must be 'owner/name' (your user or organisation, then the model name); got "
-                         f"{repo_id!r}.")
+    """Refuse a repo id that is not ``owner/name`` (the card command checks ``--model-id`` the same way) and a
+    malformed branch."""
+    check_repo_id(repo_id)
     if branch is not None and (not branch or branch.startswith(("-", "/")) or " " in branch or ".." in branch):
         raise ValueError(f"--branch {branch!r} is not a valid branch name.")
 
@@ -100,6 +95,57 @@ def check_stage_dir(staging: Path, folder: Path) -> None:
     if stage in model.parents:
         raise ValueError(f"--stage-dir {staging} contains the model folder {folder}: choose an empty staging folder "
                          "elsewhere.")
+
+
+def make_stage_dir(staging: Path, folder: Path) -> tuple[Path, list[Path]]:
+    """Check and create the ``--stage-dir`` (empty or new); returns it and the folders created, innermost first."""
+    check_stage_dir(staging, folder)  # never inside the folder push leaves as it is
+    if staging.exists() and not staging.is_dir():
+        raise FileExistsError(f"--stage-dir {staging} is a file; give an empty or new folder.")
+    if staging.exists() and any(staging.iterdir()):
+        raise FileExistsError(f"--stage-dir {staging} is not empty; give an empty or new folder.")
+    absolute = staging.expanduser().absolute()
+    created = [p for p in [absolute, *absolute.parents] if not p.exists()]
+    staging.mkdir(parents=True, exist_ok=True)
+    return staging, created
+
+
+def undo_stage_dir(staging: Path, created: list[Path]) -> None:
+    """After a failed push: remove the ``--stage-dir`` and its parents when this push created them, else empty it
+    again (it was empty before)."""
+    if created:
+        shutil.rmtree(staging, ignore_errors=True)
+        for parent in created[1:]:
+            try:
+                parent.rmdir()
+            except OSError:
+                break
+        return
+    for item in staging.iterdir():
+        if item.is_dir() and not item.is_symlink():
+            shutil.rmtree(item, ignore_errors=True)
+        else:
+            item.unlink(missing_ok=True)
+
+
+def checked_copy(folder: Path, copy: Path, staging: Path, repo_id: str, *, source: str | Path | None,
+                 results_dir: str | Path | None, results_model: str | None, link_weights: bool,
+                 trust_remote_code: bool) -> tuple[FolderReport, list[str]]:
+    """Scan ``folder``, copy it to ``copy`` (same name as ``folder``: the card finds results filed under it) with its
+    card rendered for ``repo_id``, run every check on the copy and stage its files into ``staging``. Returns the
+    passing report and the staged files; PublishRefused when a check fails."""
+    source_scan = scan_folder(folder)  # links out, special files: refused here, never silently dropped
+    if source_scan.problems:
+        raise PublishRefused(FolderReport(folder=folder, problems=list(source_scan.problems)))
+    copy.mkdir()
+    card = stage_for_repo(folder, copy, repo_id, source=source, results_dir=results_dir, results_model=results_model)
+    report, files = check_folder(copy, source=source, staging=staging, repo_id=repo_id, link_weights=link_weights,
+                                 trust_remote_code=trust_remote_code)
+    report.folder = folder
+    report.passed.insert(0, card.describe())
+    if not report.ok:
+        raise PublishRefused(report)
+    return report, files
 
 
 def push_folder(
@@ -127,7 +173,8 @@ def push_folder(
         branch: commit to this branch (created from main when missing) instead of main.
         commit_message: the commit summary.
         dry_run: stop after staging: no token, no network; the staging folder is kept for inspection.
-        staging_dir: where to stage (must be empty or absent); default a temporary folder.
+        staging_dir: where to stage (must be empty or absent; a failed push removes it when it created it, else
+            empties it again); default a temporary folder.
         endpoint: the Hub URL (default: huggingface_hub's, i.e. ``HF_ENDPOINT``).
         results_dir, results_model: mteb results for the card's evaluation table, when the card is rendered.
         trust_remote_code: publish code that is not hf_dumpembed's own (refused by default; run only in the
@@ -145,30 +192,18 @@ def push_folder(
     if not dry_run:
         check_online()
         token = resolve_token()  # before the (slow) checks: fail fast
+    created: list[Path] = []  # the --stage-dir folders this push made (innermost first): removed when it fails
     if staging_dir is not None:
-        check_stage_dir(staging := Path(staging_dir), Path(folder))  # never inside the folder push leaves as it is
-        if staging.exists() and any(staging.iterdir()):
-            raise FileExistsError(f"--stage-dir {staging} is not empty; give an empty or new folder.")
-        staging.mkdir(parents=True, exist_ok=True)
+        staging, created = make_stage_dir(Path(staging_dir), Path(folder))
     else:
         staging = Path(tempfile.mkdtemp(prefix="hf-dumpembed-push-"))
     keep_staging = False
     copy_root = Path(tempfile.mkdtemp(prefix="hf-dumpembed-copy-"))
     try:
-        source_scan = scan_folder(Path(folder))  # links out, special files: refused here, never silently dropped
-        if source_scan.problems:
-            raise PublishRefused(FolderReport(folder=Path(folder), problems=list(source_scan.problems)))
-        copy = copy_root / Path(folder).resolve().name  # same name: the card finds results filed under it
-        copy.mkdir()
-        card = stage_for_repo(folder, copy, repo_id, source=source, results_dir=results_dir,
-                              results_model=results_model)
-        report, files = check_folder(copy, source=source, staging=staging, repo_id=repo_id,
+        report, files = checked_copy(Path(folder), copy_root / Path(folder).resolve().name, staging, repo_id,
+                                     source=source, results_dir=results_dir, results_model=results_model,
                                      link_weights=staging_dir is None and not dry_run,  # a kept staging gets copies
                                      trust_remote_code=trust_remote_code)
-        report.folder = Path(folder)
-        report.passed.insert(0, card.describe())
-        if not report.ok:
-            raise PublishRefused(report)
         result = PushResult(repo_id=repo_id, branch=branch or "main", files=describe_staging(staging, files),
                             report=report, staging_dir=staging)
         if dry_run:
@@ -178,6 +213,10 @@ def push_folder(
                commit_message=commit_message or f"Upload {Path(folder).name} with hf-dumpembed")
         result.staging_dir = None
         return result
+    except BaseException:
+        if staging_dir is not None:
+            undo_stage_dir(staging, created)
+        raise
     finally:
         shutil.rmtree(copy_root, ignore_errors=True)
         if staging_dir is None and not keep_staging:

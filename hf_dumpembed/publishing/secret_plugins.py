@@ -15,6 +15,9 @@ from detect_secrets.plugins.base import RegexBasedDetector
 from detect_secrets.plugins.keyword import CONFIG_DENYLIST_REGEX_TO_GROUP, KeywordDetector
 from detect_secrets.util.filetype import FileType, determine_file_type
 
+# A Hugging Face access token, without word boundaries: the byte scan (secret_bytes.py) looks for it in raw bytes,
+# where the byte before or after a token is whatever the file holds there (a float's byte may be a letter).
+HF_TOKEN = r"hf_[A-Za-z0-9]{30,}"
 # Text files without a language (JSON, whose vocabularies map words like "password" to ids, is left to the stock rules).
 PROSE_SUFFIXES = (".md", ".txt", ".jinja", ".gitattributes")
 
@@ -23,7 +26,7 @@ class HuggingFaceTokenDetector(RegexBasedDetector):
     """Hugging Face user access tokens."""
 
     secret_type = "Hugging Face Token"
-    denylist = (re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"),)
+    denylist = (re.compile(rf"\b{HF_TOKEN}\b"),)
 
 
 class ProseKeywordDetector(KeywordDetector):

@@ -7,8 +7,9 @@ JSON header, dtypes, shapes and offsets that cover the data exactly), JSON and Y
 signature, text files as UTF-8, and nothing may look like a pickle or a zip archive. ``training/`` holds only the
 side files the trainer writes (by name and content type). Every file (and each safetensors header's metadata) is
 scanned for credentials by detect-secrets (its credential detectors, plus Hugging Face tokens and unquoted keyword
-assignments in Markdown/text, see ``secret_plugins.py``); the report names the file, the line and the kind of
-secret, never the secret.
+assignments in Markdown/text, see ``secret_plugins.py``), and the raw bytes of every file (tensor data, PNG
+chunks, any binary) and every relative path by the byte scan (``secret_bytes.py``); the report names the file and
+the line or byte offset and the kind of secret, never the secret, and a name holding one is shown masked.
 
 Files are opened relative to the folder with ``O_NOFOLLOW`` on every path component, and staging re-checks that
 the file is still the one that was verified (same device, inode, size and modification time).
@@ -25,6 +26,9 @@ import struct
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
+
+from .secret_bytes import ByteFinding, path_findings, redact, scan_bytes, scan_stream
 
 # Side files the trainer writes under training/ (name -> content type); nothing else is published there.
 TRAINING_SIDE_FILES = {"config.yaml": "yaml", "environment.json": "json", "data_files.json": "json"}
@@ -88,21 +92,21 @@ def scan_folder(folder: Path) -> FolderScan:
                 target = os.path.realpath(path)
                 where = "outside the folder" if os.path.commonpath([target, str(root)]) != str(root) else \
                     "inside the folder"
-                scan.problems.append(f"{rel} is a symbolic link (to a path {where}): only regular files are "
-                                     "published; replace it with a copy of the file (cp --remove-destination)")
+                scan.problems.append(redact(f"{rel} is a symbolic link (to a path {where}): only regular files are "
+                                            "published; replace it with a copy of the file (cp --remove-destination)"))
             elif stat.S_ISDIR(info.st_mode):
                 continue
             elif not stat.S_ISREG(info.st_mode):
-                scan.problems.append(f"{rel} is not a regular file (a FIFO, socket or device): remove it")
+                scan.problems.append(redact(f"{rel} is not a regular file (a FIFO, socket or device): remove it"))
             else:
                 infos[rel] = info
                 links_inside[(info.st_dev, info.st_ino)] = links_inside.get((info.st_dev, info.st_ino), 0) + 1
     for rel, info in sorted(infos.items()):
         outside = info.st_nlink - links_inside[(info.st_dev, info.st_ino)]
         if outside > 0:
-            scan.problems.append(f"{rel} is a hard link shared with {outside} file(s) outside the folder: replace it "
-                                 "with a copy (cp --remove-destination SRC DST) so that nothing from elsewhere is "
-                                 "published")
+            scan.problems.append(redact(f"{rel} is a hard link shared with {outside} file(s) outside the folder: "
+                                        "replace it with a copy (cp --remove-destination SRC DST) so that nothing "
+                                        "from elsewhere is published"))
         else:
             scan.files[rel] = Identity.of(info)
     return scan
@@ -192,15 +196,40 @@ def find_secrets(rel: str, data: bytes) -> list[tuple[str, int]]:
     return sorted(found, key=lambda item: (item[1], item[0]))
 
 
-def secrets_problem(rel: str, data: bytes, where: str = "", scan_name: str | None = None) -> str | None:
+def secrets_problem(rel: str, data: bytes, where: str = "", scan_name: str | None = None,
+                    in_bytes: list[ByteFinding] | None = None) -> str | None:
     """The report line naming each credential found in ``rel`` by kind and line (never the secret), or None;
-    ``scan_name``: the file name whose rules apply (default: ``rel``'s)."""
+    ``scan_name``: the file name whose rules apply (default: ``rel``'s); ``in_bytes``: what the byte scan found in
+    the file, listed by byte offset after the lines."""
     found = find_secrets(scan_name or rel, data)
+    listed = [f"line {line}: {kind}" for kind, line in found] + [finding.describe() for finding in in_bytes or []]
+    if not listed:
+        return None
+    who = " and ".join(name for name, hits in (("detect-secrets", found), ("the byte scan", in_bytes)) if hits)
+    return (f"{rel}{where} contains what looks like a credential ({_listing(listed)}): never publish credentials; "
+            f"remove it from the file ({who} found it)")
+
+
+def _listing(items: list[str], most: int = 10) -> str:
+    return ", ".join(items[:most]) + (" …" if len(items) > most else "")
+
+
+def bytes_problem(rel: str, found: list[ByteFinding], hint: str = "") -> str | None:
+    """The report line naming each credential the byte scan found in ``rel`` by byte offset and kind, or None."""
     if not found:
         return None
-    listed = ", ".join(f"line {line}: {kind}" for kind, line in found[:10]) + (" …" if len(found) > 10 else "")
-    return (f"{rel}{where} contains what looks like a credential ({listed}): never publish credentials; remove it "
-            "from the file (detect-secrets found it)")
+    return (f"{rel} contains what looks like a credential in its raw bytes ({_listing([f.describe() for f in found])})"
+            f": never publish credentials; {hint or 'remove it from the file;'} the byte scan found it")
+
+
+def path_problem(rel: str) -> str | None:
+    """A problem when the relative path ``rel`` (a component or the whole) holds what looks like a credential; the
+    name is shown masked."""
+    kinds = path_findings(rel)
+    if not kinds:
+        return None
+    return redact(f"{rel} has what looks like a credential in its name ({', '.join(kinds)}): rename it (a file name "
+                  "is published as it is), and revoke the credential if it was ever shared")
 
 
 def private_path_in(rel: str, data: bytes, private: tuple[str, ...]) -> str | None:
@@ -220,7 +249,7 @@ def content_problem(rel: str, data: bytes, private: tuple[str, ...] = ()) -> str
     """Why the bytes of the non-safetensors file ``rel`` may not be published (None: they may). ``private``: absolute
     paths of this machine that metadata files must not name."""
     name = rel.rsplit("/", 1)[-1]
-    problem = secrets_problem(rel, data)
+    problem = secrets_problem(rel, data, in_bytes=scan_bytes(data))
     if problem is not None:
         return problem
     prefix = private_path_in(rel, data, private)
@@ -265,28 +294,67 @@ def training_file_problem(rel: str) -> str | None:
 
 
 def check_file(folder: Path, rel: str, identity: Identity, private: tuple[str, ...] = ()) -> str | None:
-    """Open ``rel`` safely and check its content; a problem when it changed since the scan or is refused."""
+    """Open ``rel`` safely and check its name and content; a problem when it changed since the scan or is refused
+    (what looks like a credential in it is masked, the name included)."""
     try:
         fd = open_inside(folder.resolve(), rel)
     except OSError as error:
-        return f"{rel} could not be opened without following links ({error.strerror or error})"
+        return redact(f"{rel} could not be opened without following links ({error.strerror or error})")
+    problems = [path_problem(rel)]
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(handle.fileno())
         if Identity.of(info) != identity:
-            return f"{rel} changed while the folder was being checked: run push again"
-        if rel.endswith(".safetensors"):
-            problem = safetensors_problem(handle, info.st_size)
-            if problem is not None:
-                return f"{rel}: {problem}"
-            handle.seek(0)
-            (length,) = struct.unpack("<Q", handle.read(8))
-            metadata = json.loads(handle.read(length).decode("utf-8")).get("__metadata__") or {}
-            lines = "".join(f"{key}: {value}\n" for key, value in metadata.items())
-            return secrets_problem(rel, lines.encode("utf-8"), where="'s header metadata (one key: value a line)",
-                                   scan_name="metadata.yaml")
-        if info.st_size > MAX_TEXT_SCAN_BYTES:
-            return f"{rel} is {info.st_size:,} bytes: too large for a non-weights file of a model folder"
-        return content_problem(rel, handle.read(), private)
+            problems.append(f"{rel} changed while the folder was being checked: run push again")
+        elif rel.endswith(".safetensors"):
+            problems += safetensors_file_problems(rel, handle, info.st_size)
+        elif info.st_size > MAX_TEXT_SCAN_BYTES:
+            problems.append(f"{rel} is {info.st_size:,} bytes: too large for a non-weights file of a model folder")
+        else:
+            problems.append(content_problem(rel, handle.read(), private))
+    found = [problem for problem in problems if problem is not None]
+    return redact("; ".join(found)) if found else None
+
+
+def _safetensors_header(handle: BinaryIO) -> tuple[int, dict]:
+    """(offset of the tensor data, header) of the safetensors file ``handle`` (checked by `safetensors_problem`)."""
+    handle.seek(0)
+    (length,) = struct.unpack("<Q", handle.read(8))
+    return 8 + length, json.loads(handle.read(length).decode("utf-8"))
+
+
+def safetensors_file_problems(rel: str, handle: BinaryIO, size: int) -> list[str | None]:
+    """The problems of the safetensors file ``handle``: its header, credentials in its metadata (detect-secrets, by
+    line) and in any of its bytes (the byte scan, by offset, with the tensor and row holding it)."""
+    problem = safetensors_problem(handle, size)
+    if problem is not None:
+        return [f"{rel}: {problem}"]
+    data_start, header = _safetensors_header(handle)
+    metadata = header.pop("__metadata__", None) or {}
+    lines = "".join(f"{key}: {value}\n" for key, value in metadata.items())
+    handle.seek(0)
+    found = [ByteFinding(f.kind, f.offset, tensor_at(header, data_start, f.offset))
+             for f in scan_stream(handle, size)]
+    return [secrets_problem(rel, lines.encode("utf-8"), where="'s header metadata (one key: value a line)",
+                            scan_name="metadata.yaml"),
+            bytes_problem(rel, found, "save the weights again from a clean model (a tensor's bytes can hold any "
+                                      "text as finite numbers);")]
+
+
+def tensor_at(header: dict, data_start: int, offset: int) -> str:
+    """Where byte ``offset`` of a safetensors file lies: `` in the header``, or the tensor and its row."""
+    if offset < data_start:
+        return " in the header"
+    position = offset - data_start
+    for name, entry in header.items():
+        start, end = entry["data_offsets"]
+        if start <= position < end:
+            shape = entry["shape"]
+            row_bytes = SAFETENSORS_DTYPES[entry["dtype"]]
+            for dim in shape[1:]:
+                row_bytes *= dim
+            row = f" row {(position - start) // row_bytes}" if len(shape) > 1 and row_bytes else ""
+            return f" in tensor {name!r}{row}"
+    return ""
 
 
 def stage_verified(folder: Path, files: dict[str, Identity], staging: Path, link_weights: bool) -> None:

@@ -32,6 +32,7 @@ from typing import Any
 
 from .._utils.hashing import sha256_file
 from ..data.beir import CORPUS_FILE, QUERIES_FILE, document_text, is_beir_folder, load_beir
+from ..model.folder_schema import is_trusted_folder
 from .config import DataConfig, MiningConfig
 
 logger = logging.getLogger(__name__)
@@ -297,9 +298,9 @@ def mine_negatives(pairs: list[list[str]], corpus: list[str], mining: MiningConf
 
     logger.info("Mining %d hard negative(s) for %d pairs over %d documents with %s", num_negatives, len(pairs),
                 len(corpus), model_name)
-    # A local folder was checked by `train` (hf_dumpembed's own code, or --trust-remote-code); a Hub id's own code
-    # never runs here (download it and give the folder to use a model that needs its code).
-    model = SentenceTransformer(model_name, trust_remote_code=Path(model_name).is_dir(),
+    # Only a local folder of exactly the shape hf_dumpembed writes runs its (our) code; any other folder, and a Hub
+    # id, loads with sentence-transformers' and transformers' own code only.
+    model = SentenceTransformer(model_name, trust_remote_code=is_trusted_folder(model_name),
                                 device="cpu" if _no_cuda() else None)
     if text_length is not None:
         limit = text_length + dump_prefix_length(model)

@@ -27,10 +27,11 @@ from .._utils.atomic import check_separate, output_lock
 from .._utils.folders import check_output_dir, staged_output
 from .._utils.machine import machine_info
 from .._utils.public_paths import public_path
-from .._utils.remote_trust import require_trusted_code
 from ..data.assets import resolve_backbone
 from ..model.builder import BuildOptions, build, save_dump_model
 from ..model.card import write_card
+from ..model.folder_check import require_dumpembed_folder
+from ..model.folder_schema import folder_shape, require_trusted_code
 from .config import TrainConfig, config_from_dict, save_config
 from .data import DataReport, load_training_data
 from .provenance import check_data_unchanged, public_config, public_report
@@ -298,14 +299,18 @@ def train(config: TrainConfig, resume: bool = False, callbacks: Sequence[Trainer
     With ``resume`` the run continues from the last checkpoint in ``config.checkpoint_path`` (model, optimizer,
     scheduler, sampler position and random states), ending with the same number of steps as an uninterrupted
     run. Under ``torchrun``/``accelerate launch`` each process trains on its share of every global batch with
-    in-batch negatives gathered across processes; only rank 0 writes. A local ``model.init_from``, backbone or
-    mining-model folder whose code is not hf_dumpembed's own is refused unless ``trust_remote_code`` (a Hub
-    mining model's own code never runs). A run that fails before its first checkpoint leaves no checkpoint folder
-    it created.
+    in-batch negatives gathered across processes; only rank 0 writes. A ``model.init_from`` folder that is not
+    exactly one hf_dumpembed writes is refused unless ``trust_remote_code``, and so is a mining-model folder that
+    claims to be one (model_type dumpembed, or a stock export); the backbone and any other mining model load with
+    transformers' and sentence-transformers' own code only (their code never runs). A run that fails before its
+    first checkpoint leaves no checkpoint folder it created.
     """
-    for folder in (config.model.init_from, config.model.backbone, *(data.mining.model for data in config.data)):
-        if folder and Path(folder).is_dir():
-            require_trusted_code(folder, trust_remote_code)
+    if config.model.init_from:  # loaded with its remote code: it must be a folder hf_dumpembed wrote
+        require_dumpembed_folder(config.model.init_from)
+        require_trusted_code(config.model.init_from, trust_remote_code)
+    for miner in (data.mining.model for data in config.data):  # a DumpEmbed / stock folder: ours exactly, or refused
+        if miner and Path(miner).is_dir() and folder_shape(Path(miner)) is not None:
+            require_trusted_code(miner, trust_remote_code)
     if int(os.environ.get("RANK", "0")) != 0:
         return _train(config, resume, callbacks)
     with output_lock(config.output):  # one run per output; a second one fails now with the first one's pid

@@ -38,3 +38,33 @@ def test_a_failed_file_write_leaves_the_old_file(tmp_path):
             staging.write_text("half")
             raise RuntimeError("failed")
     assert target.read_text() == "old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["table.md"]
+
+
+def test_staged_file_without_overwrite_refuses_an_existing_file(tmp_path):
+    """`report --out` writes with overwrite=False: an existing file is refused (checked under the lock) and kept."""
+    target = tmp_path / "table.md"
+    target.write_text("old\n")
+    with pytest.raises(FileExistsError, match=r"table\.md already exists; choose another file or pass overwrite=True"):
+        with staged_file(target, overwrite=False) as staging:
+            staging.write_text("new")
+    assert target.read_text() == "old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["table.md"]
+    with staged_file(tmp_path / "new.md", overwrite=False) as staging:
+        staging.write_text("new\n")
+    assert (tmp_path / "new.md").read_text() == "new\n"
+
+
+def test_a_full_disk_while_writing_a_file_keeps_the_old_file(tmp_path):
+    """ENOSPC half-way through a staged file: an OutputWriteError naming the file (not its temporary), the old
+    file kept, no temporary or lock left."""
+    import errno
+
+    from hf_dumpembed._utils.atomic import OutputWriteError
+
+    target = tmp_path / "README.md"
+    target.write_text("old card\n")
+    with pytest.raises(OutputWriteError) as raised:
+        with staged_file(target) as staging:
+            staging.write_text("half")
+            raise OSError(errno.ENOSPC, "No space left on device", str(staging))
+    assert str(raised.value).startswith(f"could not write {target}: no space is left on the device; free space")
+    assert target.read_text() == "old card\n" and sorted(p.name for p in tmp_path.iterdir()) == ["README.md"]

@@ -145,3 +145,94 @@ def test_every_command_says_not_a_dumpembed_model_folder(tiny_bert, tmp_path, ar
     with pytest.raises(SystemExit, match="not a DumpEmbed model folder"):
         main(argv)
     assert not (tmp_path / "out").exists()
+
+
+# Damaged inputs and full disks: one `error:` line, nothing left behind, the old output whole.
+
+
+def _one_line_error(argv: list[str]) -> str:
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    message = str(exit_info.value.code)
+    assert message.startswith(f"hf-dumpembed {argv[0]}: error: ") and "\n" not in message, message
+    return message
+
+
+@pytest.fixture(scope="module")
+def truncated_model(bert_dump_model, tmp_path_factory) -> Path:
+    """A copy of the K=4 BERT folder whose model.safetensors lost its second half (a cut-short download)."""
+    from tests.support.card_fixtures import copy_model
+
+    folder = copy_model(bert_dump_model, tmp_path_factory.mktemp("truncated") / "model")
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    return folder
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["verify", "{model}"],
+        ["fit", "{model}", "{out}", "--method", "truncate", "--dim", "8", "--no-plots"],
+        ["eval", "{model}", "--task", "{task}", "--results-dir", "{out}"],
+        ["export-st", "{model}", "{out}"],
+    ],
+    ids=lambda argv: argv[0],
+)
+def test_a_damaged_safetensors_file_is_one_line_naming_it(truncated_model, tmp_path, argv):
+    """Fails on main (a SafetensorError traceback): loading a truncated model.safetensors ends in one line that
+    names the file and says to rebuild or re-download it, and writes nothing."""
+    task = write_beir(tmp_path / "Task", {"d": {"title": "", "text": "x"}}, {"q": "x"}, {"q": {"d": 1}})
+    argv = [a.format(model=truncated_model, out=tmp_path / "out", task=task) for a in argv]
+    message = _one_line_error(argv)
+    assert f"{truncated_model / 'model.safetensors'} is damaged (" in message
+    assert message.endswith("): rebuild or re-download it.")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["Task"]
+
+
+def test_a_full_disk_during_fit_is_one_line_and_keeps_the_old_output(bert_dump_model, tmp_path, monkeypatch):
+    """Fails on main (a SafetensorError traceback): ENOSPC half-way through the weights of `fit` ends in one line
+    naming the output and what to do; the staging folder is removed and the previous output is whole."""
+    import transformers.modeling_utils as modeling_utils
+    from safetensors import SafetensorError
+
+    out = tmp_path / "out"
+    main(["fit", str(bert_dump_model), str(out), "--method", "truncate", "--dim", "8", "--no-plots"])
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+    def disk_full(tensors, filename, metadata=None):
+        Path(filename).write_bytes(b"\0" * 1000)  # half a file, then the device is full
+        raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+
+    monkeypatch.setattr(modeling_utils, "safe_save_file", disk_full)
+    message = _one_line_error(["fit", str(bert_dump_model), str(out), "--method", "truncate", "--dim", "4",
+                               "--no-plots", "--overwrite"])
+    assert f"could not write {out}: no space is left on the device; free space on it, or choose an output on " \
+           "another disk." in message
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_a_disk_error_outside_a_staged_output_is_one_line_naming_the_file():
+    """A writer that is not a staged output (eval's results folder, push's --stage-dir) hitting a read-only file
+    system or a full disk: one line naming the file and what to do, not "[Errno 30] ..."."""
+    import errno
+
+    from safetensors import SafetensorError
+
+    from hf_dumpembed.cli import error_message
+
+    assert error_message(OSError(errno.EROFS, "Read-only file system", "/mnt/ro/results")) == (
+        "could not write /mnt/ro/results: the file system is read-only; choose an output on a writable file system.")
+    assert error_message(OSError(errno.EDQUOT, "Disk quota exceeded", "/home/u/x.json")).startswith(
+        "could not write /home/u/x.json: the disk quota is exceeded; free space within your quota")
+
+    def save(path: str) -> None:
+        raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+
+    try:
+        save("/data/cache/vectors.safetensors")
+    except SafetensorError as error:
+        assert error_message(error) == ("could not write /data/cache/vectors.safetensors: no space is left on the "
+                                        "device; free space on it, or choose an output on another disk.")
+    assert error_message(RuntimeError("a bug")) is None  # shown with its traceback

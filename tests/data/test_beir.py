@@ -89,6 +89,20 @@ def test_data_that_contradicts_itself_is_refused_naming_the_line(tmp_path: Path,
         load_beir(folder)
 
 
+@pytest.mark.parametrize("scores", [(0, 0), (0, -1), (-2, -3)])
+def test_qrels_without_a_positive_judgement_are_refused_naming_the_file(tmp_path: Path, scores) -> None:
+    """Fails on main (every model scored nDCG 0.0 and eval exited 0): qrels whose every score is 0 or less judge
+    nothing relevant, and are refused naming the file."""
+    qrels = {"q1": {"d1": scores[0]}, "q2": {"d2": scores[1]}}
+    folder = write_beir(tmp_path / "task", CORPUS, QUERIES, qrels)
+    with pytest.raises(ValueError, match=r"qrels/test\.tsv has no positive judgement \(every score is 0 or less\)"):
+        load_qrels(folder)
+    with pytest.raises(ValueError, match="give each relevant query-document pair a score above 0"):
+        load_beir(folder)
+    write_beir(folder, CORPUS, QUERIES, {"q1": {"d1": 0}, "q2": {"d2": 2}})
+    assert load_qrels(folder) == {"q1": {"d1": 0}, "q2": {"d2": 2}}  # one positive is enough
+
+
 # Boundary checks: a bad parameter is refused with a message that names it.
 
 
@@ -118,6 +132,10 @@ def test_non_utf8_beir_files_name_file_and_line(tmp_path):
 def test_beir_round_trip(tmp_path_factory, corpus, queries, data):
     qrels = {q: {data.draw(st.sampled_from(sorted(corpus))): data.draw(st.integers(-2, 3))} for q in queries}
     folder = write_beir(tmp_path_factory.mktemp("beir"), corpus, queries, qrels)
+    if not any(score > 0 for judged in qrels.values() for score in judged.values()):
+        with pytest.raises(ValueError, match="has no positive judgement"):
+            load_beir(folder)
+        return
     loaded = load_beir(folder)
     assert loaded.corpus == corpus and loaded.queries == queries and loaded.qrels == qrels
     lines = len((folder / "queries.jsonl").read_bytes().splitlines())

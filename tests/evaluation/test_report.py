@@ -66,3 +66,58 @@ def test_bad_inputs(tmp_path: Path) -> None:
     (tmp_path / "results").mkdir()
     with pytest.raises(ValueError, match="no mteb results"):
         load_records([tmp_path / "results"])
+
+
+def _rows_file(tmp_path: Path) -> Path:
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps([{"method": "pca", "task": "A", "value": 0.5}]))
+    return path
+
+
+def _report_error(argv: list[str]) -> str:
+    from hf_dumpembed.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["report", *argv])
+    message = str(exit_info.value.code)
+    assert message.startswith("hf-dumpembed report: error: ") and "\n" not in message
+    return message
+
+
+def test_report_out_refuses_an_existing_file_unless_overwrite(tmp_path: Path) -> None:
+    """Fails on main (`report --out` replaced any file silently): an existing --out is refused in one line and
+    left as it was; --overwrite replaces it."""
+    from hf_dumpembed.cli import main
+
+    rows, out = _rows_file(tmp_path), tmp_path / "table.md"
+    out.write_text("old notes\n")
+    message = _report_error([str(rows), "--out", str(out)])
+    assert f"{out} already exists" in message and "--overwrite" in message
+    assert out.read_text() == "old notes\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.json", "table.md"]  # no lock, no staging file
+    main(["report", str(rows), "--out", str(out), "--overwrite"])
+    assert out.read_text().startswith("| method |")
+
+
+@pytest.mark.parametrize("overwrite", [[], ["--overwrite"]])
+def test_report_out_never_writes_into_a_model_folder_or_an_input(tmp_path: Path, overwrite: list[str]) -> None:
+    """Fails on main (`report --out MODEL/config.json` replaced the model's config): a target inside a model folder
+    (config.json / modules.json), equal to an input or inside an input folder is refused whatever --overwrite
+    says, and every file is left as it was."""
+    rows = _rows_file(tmp_path)
+    model = tmp_path / "model"
+    (model / "plots").mkdir(parents=True)
+    (model / "config.json").write_text('{"model_type": "dumpembed"}')
+    stock = tmp_path / "stock"
+    (stock / "1_Pooling").mkdir(parents=True)
+    (stock / "modules.json").write_text("[]")
+    results = tmp_path / "results"
+    results.mkdir()
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    targets = (model / "config.json", model / "README.md", model / "plots" / "table.md", stock / "1_Pooling" / "x.md")
+    for target in targets:
+        assert "is inside the model folder" in _report_error([str(rows), "--out", str(target), *overwrite])
+    assert "must differ from the input" in _report_error([str(rows), "--out", str(rows), *overwrite])
+    assert "is inside (or is) the input" in _report_error([str(rows), str(results), "--out", str(results / "t.md"),
+                                                           *overwrite])
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before

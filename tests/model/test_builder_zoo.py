@@ -16,6 +16,7 @@ from transformers import AutoConfig, AutoModel, AutoTokenizer
 
 from hf_dumpembed.model.backbone import is_decoder_backbone
 from hf_dumpembed.model.builder import BuildOptions, build
+from hf_dumpembed.model.folder_schema import folder_deviations
 from tests.support.zoo import FAMILIES, REFUSED, SUPPORTED, TEXTS
 
 TOLERANCE = 1e-5
@@ -110,6 +111,7 @@ def test_k4_dump_tokens_follow_the_leading_special_token(name: str, zoo_source: 
         assert ids[:offset] + ids[offset + K:] == source_ids, text
     vectors = _built(out).encode(TEXTS)
     assert vectors.shape == (len(TEXTS), family.dimension) and np.isfinite(vectors).all()
+    assert folder_deviations(out) == []  # what build writes for every family is exactly the trusted shape
 
 
 @pytest.mark.parametrize("name", REFUSED)
@@ -145,6 +147,7 @@ def test_k0_mteb_and_stock_export_match_the_source(name: str, zoo_source: Callab
     _assert_close(encode_with_mteb(folder, TEXTS), expected, "mteb")
     stock = export_stock_st(folder, tmp_path / "stock")
     assert "modeling_dumpembed.py" not in {p.name for p in stock.iterdir()}
+    assert folder_deviations(folder) == [] and folder_deviations(stock) == []  # both shapes, every family
     exported = SentenceTransformer(str(stock), device="cpu")
     _assert_close(exported.encode_document(TEXTS), expected, "stock export")
     _assert_close(exported.encode_query(TEXTS), source.encode_query(TEXTS), "stock export, query")

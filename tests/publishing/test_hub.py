@@ -89,10 +89,12 @@ def test_stock_export_to_a_branch_replaces_stale_files(publishable, hub, tmp_pat
     [
         (lambda f: (f / "pytorch_model.bin").write_bytes(b"pickle"), "acme/tiny-dump",
          "non-safetensors weights: pytorch_model.bin"),
-        (lambda f: (f / "notes.txt").write_text("todo"), "acme/tiny-dump", "stray files .*notes.txt"),
-        (lambda f: (f / "plots" / "raw.csv").write_text("1,2"), "acme/tiny-dump", "stray files .*plots/raw.csv"),
+        (lambda f: (f / "notes.txt").write_text("todo"), "acme/tiny-dump",
+         "notes.txt: is not a file hf_dumpembed writes"),
+        (lambda f: (f / "plots" / "raw.csv").write_text("1,2"), "acme/tiny-dump",
+         "plots/raw.csv: is not a file hf_dumpembed writes"),
         (lambda f: (f / "modeling_dumpembed.py").unlink(), "acme/tiny-dump",
-         "remote code files .* missing: modeling_dumpembed.py"),
+         "modeling_dumpembed.py: is missing"),
     ],
 )
 def test_broken_folder_is_refused_before_any_request(publishable, hub, tmp_path, breakage, repo, message):
@@ -194,3 +196,48 @@ def test_push_script_is_the_push_command(monkeypatch, capsys):
         runpy.run_path(str(script), run_name="__main__")
     out = capsys.readouterr().out
     assert exit_info.value.code == 0 and "usage: hf-dumpembed push" in out and "--dry-run" in out
+
+
+def _push_error(argv: list[str]) -> str:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["push", *argv])
+    return str(exit_info.value.code)
+
+
+def test_a_failed_push_removes_the_stage_dir_it_created(publishable, no_token, tmp_path, monkeypatch):
+    """Fails on main (a refused `push --stage-dir NEW` left NEW/, with full copies when the load check failed):
+    the folders push created are removed, a static refusal and a failed fresh-process load alike."""
+    from hf_dumpembed.publishing import checks
+
+    stray = copy_model(publishable, tmp_path / "stray")
+    (stray / "notes.txt").write_text("todo")
+    message = _push_error([str(stray), "acme/tiny-dump", "--dry-run", "--stage-dir", str(tmp_path / "new" / "stage")])
+    assert "notes.txt" in message and "Nothing was uploaded" in message
+    assert not (tmp_path / "new").exists()
+
+    def failing_load(loads):
+        raise RuntimeError("the fresh process could not load the copy")
+
+    monkeypatch.setattr(checks, "fresh_process_load", failing_load)
+    stage = tmp_path / "stage"
+    message = _push_error([str(publishable), "acme/tiny-dump", "--dry-run", "--stage-dir", str(stage)])
+    assert "fresh-process load (trust_remote_code=True) failed: the fresh process could not load" in message
+    assert not stage.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["stray"]
+
+
+def test_a_failed_push_leaves_an_existing_stage_dir_as_it_was(publishable, no_token, tmp_path, monkeypatch):
+    """An empty --stage-dir the user made is kept, and emptied again when the push fails after staging into it."""
+    from hf_dumpembed.publishing import checks
+
+    def failing_load(loads):
+        raise RuntimeError("the fresh process could not load the copy")
+
+    monkeypatch.setattr(checks, "fresh_process_load", failing_load)
+    stage = tmp_path / "mine"
+    stage.mkdir()
+    _push_error([str(publishable), "acme/tiny-dump", "--dry-run", "--stage-dir", str(stage)])
+    assert stage.is_dir() and list(stage.iterdir()) == []
+    (stage / "keep.txt").write_text("mine")
+    assert "is not empty" in _push_error([str(publishable), "acme/tiny-dump", "--dry-run", "--stage-dir", str(stage)])
+    assert _files(stage) == {"keep.txt": b"mine"}

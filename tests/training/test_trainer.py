@@ -80,7 +80,9 @@ def test_trained_folder_loads_everywhere_with_the_prefix(trained: Path) -> None:
 def test_trained_folder_exports_to_stock_st_and_renders_its_card(trained: Path, tmp_path: Path) -> None:
     from hf_dumpembed.export.stock import export_stock_st
     from hf_dumpembed.export.verify import check_load_paths
+    from hf_dumpembed.model.folder_schema import folder_deviations
 
+    assert folder_deviations(trained) == []  # what `train` writes is exactly the trusted shape
     stock = export_stock_st(trained, tmp_path / "stock")
     report = check_load_paths(trained, stock_export_dir=stock, include_mteb=False)
     assert report.ok, report.describe()

@@ -1,0 +1,270 @@
+"""Credentials in the raw bytes of any file and in file names: the byte scan `push` runs on every staged file.
+
+detect-secrets scans text line by line; a token can also sit in the bytes of a tensor (an unused embedding row
+holds any 4-byte pattern as a finite float), in a PNG text chunk, in any binary file, or be the name of a file.
+Here every file is searched as bytes, in chunks of `CHUNK_BYTES` with `OVERLAP_BYTES` carried over so that a token
+across a chunk boundary is found, with one compiled bytes regex per token format: the time is linear in the size
+and the memory bounded. The formats and, where detect-secrets exposes them, its own regexes (``denylist``):
+
+* Hugging Face tokens (``secret_plugins.HF_TOKEN``, without the word boundaries the line scan uses);
+* AWS access key ids (detect-secrets' ``AWSKeyDetector`` first regex) and secret-key assignments (its second,
+  quoted, regex, plus unquoted ``aws_secret_access_key = ...``); the assignments are searched in the lower-cased
+  bytes, without IGNORECASE: a regex with a literal prefix is searched about 25 times faster;
+* GitHub tokens (``GitHubTokenDetector``) and fine-grained ``github_pat_`` tokens, which it does not know;
+* OpenAI keys, ``sk-`` and ``sk-proj-`` (bounded: ``OpenAIDetector``'s regex has an unbounded run before a
+  required part, and misses ``_``/``-`` after ``T3BlbkFJ``);
+* JSON Web Tokens ``eyJ<header>.ey<payload>`` (``{"`` encoded, header up to 8 KiB, found back from the dot),
+  kept when the header is JSON (``JwtTokenDetector.is_formally_valid``);
+* private-key headers (every line ``PrivateKeyDetector`` knows, and ``BEGIN ... PRIVATE KEY`` of any type);
+* basic-auth URLs (``BasicAuthDetector``'s form, with user and password of printable ASCII and a scheme before
+  ``://``: its class of any byte that is not a delimiter would match random bytes of a multi-gigabyte file).
+
+A finding holds the kind and the byte offset, never the secret. `redact` masks what looks like a secret in a
+text (a file name in a report): ``plots/hf_…(masked).png``.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import BinaryIO
+
+CHUNK_BYTES = 8 * 2**20
+# Longer than any match of a bounded rule (the longest, a JWT header, is 8 KiB): a match that crosses a chunk
+# boundary lies whole in the next window. A rule with an unbounded tail (``hf_`` + 30 or more) matches the part
+# of a token before the boundary already.
+OVERLAP_BYTES = 64 * 2**10
+MAX_FINDINGS = 11  # a report lists 10 and says when there are more
+MASK = "…(masked)"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+MAX_PNG_TEXT_BYTES = 16 * 2**20  # a compressed PNG text chunk is inflated up to this (no zip bomb)
+_BASE64URL = rb"[A-Za-z0-9_=-]"
+_BASE64URL_RUN = re.compile(_BASE64URL + rb"{4,}")
+MAX_JWT_HEADER = 8192
+
+
+@dataclass(frozen=True)
+class ByteRule:
+    """One token format: its kind (as detect-secrets names it), a bytes regex, how many leading characters of a
+    finding name the format rather than the secret (kept by `redact`), whether it runs on lower-cased bytes, and
+    ``locate``: where a match's finding starts (default: where it starts), or None when it is not one."""
+
+    kind: str
+    pattern: re.Pattern[bytes]
+    shown: int
+    lowered: bool = False
+    # (buffer, match, floor) -> where the finding starts in the buffer (not before floor), or None: not one.
+    locate: Callable[[bytes | bytearray, re.Match[bytes], int], int | None] | None = None
+
+
+@dataclass(frozen=True)
+class ByteFinding:
+    """A credential found at byte ``offset`` (``where``: inside what, e.g. `` in tensor 'x' row 5``)."""
+
+    kind: str
+    offset: int
+    where: str = ""
+
+    def describe(self) -> str:
+        return f"byte {self.offset}{self.where}: {self.kind}"
+
+
+def as_bytes(pattern: re.Pattern[str], lowered: bool = False) -> re.Pattern[bytes]:
+    """detect-secrets' str ``pattern`` as a bytes regex (ASCII classes); ``lowered``: without IGNORECASE, for
+    lower-cased bytes (its literals are lower case)."""
+    flags = pattern.flags & ~re.UNICODE
+    if lowered:
+        flags &= ~re.IGNORECASE
+    return re.compile(pattern.pattern.encode("ascii"), flags)
+
+
+def any_of(*patterns: re.Pattern[bytes]) -> re.Pattern[bytes]:
+    """One regex matching any of ``patterns``, which start with the same literal: one pass over the data, as fast
+    as one of them (a regex whose alternatives start differently is searched byte by byte, 50 times slower)."""
+    return re.compile(b"|".join(b"(?:" + pattern.pattern + b")" for pattern in patterns))
+
+
+def _jwt_start(buffer: bytes | bytearray, match: re.Match[bytes], floor: int) -> int | None:
+    """Where the JWT starts whose header ends at the dot ``match`` starts with: the ``eyJ`` at most
+    `MAX_JWT_HEADER` bytes back (not before ``floor``) from which a base64url run reaches the dot and decodes to
+    JSON (``JwtTokenDetector.is_formally_valid``); None when there is none.
+
+    Searched from the dot back rather than from ``eyJ`` on: each dot looks back over its own run only, so the
+    time stays linear on any input (a regex from ``eyJ`` on scans up to the bound from every ``eyJ``)."""
+    from detect_secrets.plugins.jwt import JwtTokenDetector
+
+    dot = match.start()
+    lowest, end = max(floor, dot - MAX_JWT_HEADER), dot
+    for _ in range(4):  # the header may hold "eyJ" itself: a few candidates, nearest first
+        start = buffer.rfind(b"eyJ", lowest, end)
+        if start < 0 or _BASE64URL_RUN.fullmatch(buffer, start, dot) is None:
+            return None  # no eyJ, or a byte that is not base64url between it and the dot (and before it)
+        if JwtTokenDetector.is_formally_valid(bytes(buffer[start:dot]).decode("ascii")):
+            return start
+        end = start + 2
+    return None
+
+
+@lru_cache(maxsize=1)
+def byte_rules() -> tuple[ByteRule, ...]:
+    """The token formats of the byte scan (compiled once)."""
+    from detect_secrets.plugins.aws import AWSKeyDetector
+    from detect_secrets.plugins.basic_auth import RESERVED_CHARACTERS, SUB_DELIMITER_CHARACTERS, BasicAuthDetector
+    from detect_secrets.plugins.github_token import GitHubTokenDetector
+    from detect_secrets.plugins.jwt import JwtTokenDetector
+    from detect_secrets.plugins.openai import OpenAIDetector
+    from detect_secrets.plugins.private_key import PrivateKeyDetector
+
+    from .secret_plugins import HF_TOKEN, HuggingFaceTokenDetector
+
+    key_id, quoted_secret = AWSKeyDetector.denylist
+    not_in_url = re.escape(RESERVED_CHARACTERS + SUB_DELIMITER_CHARACTERS).encode() + rb"\x00-\x20\x7f-\xff"
+    return (
+        ByteRule(HuggingFaceTokenDetector.secret_type, re.compile(HF_TOKEN.encode()), 3),
+        ByteRule(AWSKeyDetector.secret_type, as_bytes(key_id), 4),
+        ByteRule("AWS Secret Access Key", any_of(as_bytes(quoted_secret, lowered=True), re.compile(
+            rb"aws[\w.-]{0,20}?secret[\w.-]{0,20}?[\"']?\s{0,4}[:=]\s{0,4}[\"']?[0-9a-z/+]{40}")), 3, lowered=True),
+        # Two passes: joined to the stock regex (whose capturing group hides its prefix) it is searched byte by byte.
+        ByteRule(GitHubTokenDetector.secret_type, as_bytes(GitHubTokenDetector.denylist[0]), 4),
+        ByteRule(GitHubTokenDetector.secret_type, re.compile(rb"github_pat_[A-Za-z0-9_]{40,}"), 11),
+        ByteRule(OpenAIDetector.secret_type, re.compile(rb"sk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,}"
+                                                        rb"|[A-Za-z0-9_-]{20,400}T3BlbkFJ[A-Za-z0-9_-]{20,400})"), 3),
+        # The dot between header and payload ("ey": base64url of '{"' or '{ '); the header is found back from it.
+        ByteRule(JwtTokenDetector.secret_type, re.compile(rb"\.ey" + _BASE64URL + rb"+(?:\." + _BASE64URL + rb"+)?"), 3,
+                 locate=_jwt_start),
+        # Every header PrivateKeyDetector knows ("BEGIN RSA PRIVATE KEY", ...) and any other key type.
+        ByteRule(PrivateKeyDetector.secret_type, re.compile(rb"BEGIN[ A-Z0-9]{0,40}PRIVATE KEY"), 5),
+        ByteRule(PrivateKeyDetector.secret_type, re.compile(rb"PuTTY-User-Key-File-[0-9]"), 5),
+        # scheme://user:password@host, searched from its literal "://" (the lookbehind checks the scheme's end).
+        ByteRule(BasicAuthDetector.secret_type,
+                 re.compile(rb"://(?<=[A-Za-z0-9+.-]://)[^" + not_in_url + rb"]{1,256}:[^" + not_in_url
+                            + rb"]{1,256}@(?=[A-Za-z0-9\[])"), 3),
+    )
+
+
+def _window_findings(buffer: bytes | bytearray, end: int, base: int) -> Iterator[tuple[ByteRule, int, int]]:
+    """(rule, absolute start, absolute end) of each match in ``buffer[:end]``, whose first byte is at ``base``."""
+    lowered = None
+    for rule in byte_rules():
+        if rule.lowered and lowered is None:
+            lowered = (buffer if end == len(buffer) else buffer[:end]).lower()
+        floor = 0
+        for match in rule.pattern.finditer(lowered if rule.lowered else buffer, 0, end):
+            start = match.start() if rule.locate is None else rule.locate(buffer, match, floor)
+            floor = match.end()
+            if start is not None:
+                yield rule, base + start, base + match.end()
+
+
+def scan_stream(handle: BinaryIO, size: int | None = None, chunk_bytes: int | None = None,
+                overlap: int | None = None, limit: int = MAX_FINDINGS) -> list[ByteFinding]:
+    """Every credential in the bytes ``handle`` reads (up to ``limit``, by offset), read ``chunk_bytes`` (default
+    `CHUNK_BYTES`, or ``size`` when the stream is known to be smaller) at a time, with the last ``overlap`` bytes of
+    each window searched again with the next chunk."""
+    chunk_bytes = chunk_bytes or min(CHUNK_BYTES, max(size or CHUNK_BYTES, 1))
+    overlap = OVERLAP_BYTES if overlap is None else overlap
+    buffer = bytearray(overlap + chunk_bytes)
+    found: dict[tuple[str, int], ByteFinding] = {}
+    base, kept = 0, 0
+    with memoryview(buffer) as view:
+        while len(found) < limit:
+            read = handle.readinto(view[kept:kept + chunk_bytes])
+            if not read:
+                break
+            end = kept + read
+            for rule, start, _ in _window_findings(buffer, end, base):
+                found.setdefault((rule.kind, start), ByteFinding(rule.kind, start))
+                if len(found) >= limit:
+                    break
+            kept = min(overlap, end)
+            view[:kept] = bytes(view[end - kept:end])
+            base += end - kept
+    return sorted(found.values(), key=lambda finding: finding.offset)[:limit]
+
+
+def scan_bytes(data: bytes) -> list[ByteFinding]:
+    """Every credential in ``data`` (in chunks, as a file), plus those in the inflated text chunks of a PNG."""
+    import io
+
+    found = scan_stream(io.BytesIO(data), len(data))
+    if data.startswith(PNG_SIGNATURE):
+        for offset, kind, text in png_compressed_texts(data):
+            found += [ByteFinding(f.kind, offset, f" in the compressed {kind} chunk there") for f in scan_bytes(text)]
+    return found[:MAX_FINDINGS]
+
+
+def png_compressed_texts(data: bytes) -> Iterator[tuple[int, str, bytes]]:
+    """(offset, chunk type, inflated text) of each compressed text chunk (zTXt, iTXt) of the PNG ``data``; a chunk
+    that does not inflate is skipped (its raw bytes are scanned as every byte is)."""
+    position = len(PNG_SIGNATURE)
+    while position + 8 <= len(data):
+        length = int.from_bytes(data[position:position + 4], "big")
+        kind = data[position + 4:position + 8]
+        body = data[position + 8:position + 8 + length]
+        if kind in (b"zTXt", b"iTXt"):
+            text = _inflated_text(kind, body)
+            if text:
+                yield position, kind.decode("ascii"), text
+        if kind == b"IEND":
+            return
+        position += 12 + length
+
+
+def _inflated_text(kind: bytes, body: bytes) -> bytes | None:
+    """The text of a zTXt chunk, or of an iTXt chunk with its compression flag set; None when there is none."""
+    keyword_end = body.find(b"\x00")
+    if keyword_end < 0:
+        return None
+    if kind == b"zTXt":
+        compressed = body[keyword_end + 2:]
+    else:
+        if body[keyword_end + 1:keyword_end + 2] != b"\x01":
+            return None  # uncompressed iTXt: its text is in the raw bytes
+        rest = body[keyword_end + 3:]
+        parts = rest.split(b"\x00", 2)  # language tag, translated keyword, text
+        if len(parts) < 3:
+            return None
+        compressed = parts[2]
+    try:
+        return zlib.decompressobj().decompress(compressed, MAX_PNG_TEXT_BYTES)
+    except zlib.error:
+        return None
+
+
+def _spans(raw: bytes) -> list[tuple[ByteRule, int, int]]:
+    return sorted(_window_findings(raw, len(raw), 0), key=lambda item: item[1])
+
+
+def path_findings(rel: str) -> list[str]:
+    """The kinds of credential in the relative path ``rel`` (each component and the whole path), in order."""
+    kinds: list[str] = []
+    for part in [rel, *rel.split("/")]:
+        kinds += [rule.kind for rule, _, _ in _spans(part.encode("utf-8", "surrogateescape"))]
+    return list(dict.fromkeys(kinds))
+
+
+def redact(text: str) -> str:
+    """``text`` with what looks like a credential masked (its format's prefix kept): ``plots/hf_…(masked).png``."""
+    raw = text.encode("utf-8", "surrogateescape")
+    spans = _spans(raw)
+    for part_start, part in _components(raw):
+        spans += [(rule, part_start + start, part_start + end) for rule, start, end in _spans(part)]
+    if not spans:
+        return text
+    out, position = b"", 0
+    for rule, start, end in sorted(spans, key=lambda item: item[1]):
+        if start >= position:  # a new span (one overlapping the last is masked with it)
+            out += raw[position:start + rule.shown] + MASK.encode("utf-8")
+        position = max(position, end)
+    return (out + raw[position:]).decode("utf-8", "replace")
+
+
+def _components(raw: bytes) -> Iterator[tuple[int, bytes]]:
+    """(offset, bytes) of each ``/``-separated component of ``raw``."""
+    offset = 0
+    for part in raw.split(b"/"):
+        yield offset, part
+        offset += len(part) + 1
