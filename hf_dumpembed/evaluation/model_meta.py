@@ -189,16 +189,19 @@ def citation(config: dict[str, Any]) -> str | None:
 def load_dumpembed_folder(model_name: str, revision: str | None = None, *, folder: str,
                           dumpembed: dict[str, Any] | None = None, device: str | None = None,
                           embed_dim: int | None = None, projection_dim: int | None = None,
-                          trust_remote_code: bool = False, **kwargs: Any):
+                          truncate_dim: int | None = None, trust_remote_code: bool = False, **kwargs: Any):
     """mteb loader of a local DumpEmbed folder: a sentence-transformers encoder loaded from ``folder`` (offline; the
-    ModelMeta's ``name`` and ``revision`` are its identity, not where it is read from).
+    ModelMeta's ``name`` and ``revision`` are its identity, not where it is read from: mteb's ``get_model(path,
+    revision=...)`` checks a given revision against the ModelMeta's before it calls this).
 
-    ``embed_dim`` (what mteb's ``load_model(embed_dim=k)`` passes) or ``projection_dim`` picks the output dimension:
-    the map recomposed for k, as ``projection_dim=k`` everywhere else. ``dumpembed``: the facts the ModelMeta states
-    (`folder_facts`); a folder that no longer matches them is refused. The folder's code must be hf_dumpembed's own
-    unless ``trust_remote_code``.
+    The output dimension k comes from any of ``embed_dim`` (what mteb's ``get_model(path, embed_dim=k)`` passes),
+    ``truncate_dim`` (sentence-transformers' argument; mteb passes its own ``embed_dim`` to the wrapper under that
+    name, so it is taken here rather than passed on twice), ``projection_dim`` or ``model_kwargs={"projection_dim":
+    k}``: each gives the map recomposed for k, as ``projection_dim=k`` everywhere else; two that disagree are an
+    error. ``dumpembed``: the facts the ModelMeta states (`folder_facts`); a folder that no longer matches them is
+    refused. The folder's code must be hf_dumpembed's own unless ``trust_remote_code``.
     """
-    from .._utils.remote_trust import require_trusted_code
+    from ..model.folder_schema import require_trusted_code
 
     path = Path(folder)
     config = _read_json(path / "config.json")
@@ -212,14 +215,24 @@ def load_dumpembed_folder(model_name: str, revision: str | None = None, *, folde
                                  f" in the folder, {expected!r} in the ModelMeta; build the ModelMeta again "
                                  "(build_model_meta / register_folder).")
     require_trusted_code(path, trust_remote_code)
-    if embed_dim is not None and projection_dim is not None and embed_dim != projection_dim:
-        raise ValueError(f"embed_dim ({embed_dim}) and projection_dim ({projection_dim}) disagree; pass one.")
-    k = projection_dim if projection_dim is not None else embed_dim
     model_kwargs = dict(kwargs.pop("model_kwargs", None) or {})
-    if k is not None and int(k) != int(config["projection_dim"]):
-        model_kwargs["projection_dim"] = int(k)
+    k = requested_dim(embed_dim=embed_dim, truncate_dim=truncate_dim, projection_dim=projection_dim,
+                      model_kwargs=model_kwargs.pop("projection_dim", None))
+    if k is not None and k != int(config["projection_dim"]):
+        model_kwargs["projection_dim"] = k
     return _folder_encoder()(str(path), revision=None, device=device, trust_remote_code=True,
                              model_kwargs=model_kwargs or None, **kwargs)
+
+
+def requested_dim(**sources: int | None) -> int | None:
+    """The one output dimension the given loader arguments ask for (None when none does); arguments that ask for
+    two different dimensions are a ValueError naming them."""
+    given = {name: int(value) for name, value in sources.items() if value is not None}
+    if len(set(given.values())) > 1:
+        named = ", ".join(f"{name.replace('model_kwargs', 'model_kwargs[projection_dim]')}={value}"
+                          for name, value in given.items())
+        raise ValueError(f"these arguments ask for different output dimensions: {named}; pass one of them.")
+    return next(iter(given.values()), None)
 
 
 @functools.cache

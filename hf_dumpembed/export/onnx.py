@@ -224,7 +224,8 @@ def check_parity(name: str, kind: str, run: Callable[[dict[str, np.ndarray]], np
 
 
 def write_tokenizer_files(model_dir: Path, out_dir: Path) -> None:
-    """The model's tokenizer files; tokenizer_config.json in the form transformers 4.x and 5.x both read."""
+    """The model's tokenizer files; tokenizer_config.json in the form transformers 4.x and 5.x both read, and a
+    tokenizer.json that pads as well as truncates (`pad_in_tokenizer_file`)."""
     for name in TOKENIZER_FILES:
         if (model_dir / name).exists():
             shutil.copyfile(model_dir / name, out_dir / name)
@@ -232,6 +233,31 @@ def write_tokenizer_files(model_dir: Path, out_dir: Path) -> None:
     if config_path.exists():
         config = legacy_tokenizer_config(json.loads(config_path.read_text()))
         config_path.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n")
+        if (out_dir / "tokenizer.json").exists():
+            pad_in_tokenizer_file(out_dir / "tokenizer.json", config)
+
+
+def pad_in_tokenizer_file(path: Path, tokenizer_config: dict) -> bool:
+    """Make ``path`` (a tokenizer.json) pad every batch to its longest text, on the tokenizer's padding side with its
+    pad token, so that a bare ``tokenizers.Tokenizer.from_file`` feeds the graph without ``enable_padding`` (the
+    graph's inputs are rectangular; without it a batch of texts of different lengths is a ragged array). The model
+    folder's own tokenizer.json does not pad (transformers and sentence-transformers pad per call, and reset a
+    file's padding when asked not to); the graph is read by runtimes that take the file as it is. Returns False
+    (file unchanged) when the tokenizer names no pad token it knows."""
+    from tokenizers import Tokenizer
+
+    pad = tokenizer_config.get("pad_token")
+    pad = pad.get("content") if isinstance(pad, dict) else pad
+    tokenizer = Tokenizer.from_file(str(path))
+    pad_id = tokenizer.token_to_id(pad) if isinstance(pad, str) else None
+    if pad_id is None:
+        logger.warning("%s names no pad token the tokenizer knows: its tokenizer.json does not pad (pad each batch "
+                       "yourself).", path.parent)
+        return False
+    tokenizer.enable_padding(direction=tokenizer_config.get("padding_side") or "right", pad_id=pad_id, pad_token=pad,
+                             pad_type_id=0)
+    tokenizer.save(str(path))
+    return True
 
 
 def copy_quantization_calibration(model_dir: Path, staging: Path, dimension: int) -> str | None:
@@ -317,7 +343,7 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
     without calibration texts; UntrustedRemoteCode for a folder whose code is not hf_dumpembed's own, unless
     ``trust_remote_code``.
     """
-    from .._utils.remote_trust import require_trusted_code
+    from ..model.folder_schema import require_trusted_code
 
     require_trusted_code(model_dir, trust_remote_code)  # the export loads the folder's tokenizer with its code
     calibration = check_request(int8, openvino, precision, calibration_texts)
@@ -366,6 +392,8 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
             "source": str(model_dir.resolve()), "inputs": inputs, "output": OUTPUT_NAME,
             "dimension": result.dimension, "pooling": model.config.pooling, "normalized": bool(model.config.normalize),
             "num_dump_tokens": model.config.num_dump_tokens, "opset": OPSET, "torch": torch.__version__,
+            # the text to put before each query / document (the graph and the tokenizer add none)
+            "prompts": dict(model.config.prompts or {}),
             "onnxruntime_fused": fused, "int8_source": (fused["file"] or ONNX_FILE) if int8 else None,
             "int8_fp32_nodes": int8_fp32,
             "openvino_precision": precision if openvino else None, "openvino_int8": openvino_int8,

@@ -20,7 +20,7 @@ Parity with the torch model at export time:
 | graph | max abs difference | min cosine | tolerance | ok |
 |---|---|---|---|---|
 {parity_rows}
-
+{prompts_section}
 ## onnxruntime
 
 ```python
@@ -28,9 +28,8 @@ import numpy as np
 import onnxruntime
 from tokenizers import Tokenizer
 
-tokenizer = Tokenizer.from_file("{path}/tokenizer.json")
-tokenizer.enable_padding(pad_id={pad_id}, pad_token="{pad_token}")
-tokenizer.enable_truncation(max_length={max_length})
+{tokenizer_comment}
+tokenizer = Tokenizer.from_file("{path}/tokenizer.json"){padding_line}
 session = onnxruntime.InferenceSession("{path}/{ort_file}", providers=["CPUExecutionProvider"])
 
 texts = ["How do I read a file line by line in Python?", "Open the file and iterate over it."]
@@ -41,7 +40,8 @@ print(embeddings @ embeddings.T)
 ```
 
 `transformers.AutoTokenizer.from_pretrained("{path}")(texts, padding=True, truncation=True, return_tensors="np")`
-gives the same inputs (cast them to int64).{fused_section}{int8_section}
+gives the same inputs (cast them to int64), but the graph needs only the runtime and `tokenizers`.{fused_section}\
+{int8_section}
 
 ## fastembed (custom model)
 
@@ -59,8 +59,12 @@ TextEmbedding.add_custom_model(
 )
 model = TextEmbedding(model_name="{model_id}", specific_model_path="{path}")
 embeddings = list(model.embed(["How do I read a file line by line in Python?"]))
+print(embeddings[0][:4])
 ```
-{openvino_section}
+
+fastembed tokenizes with this folder's tokenizer.json and sets its own padding and truncation from
+`tokenizer_config.json`; queries and documents are embedded alike (the model has no prompts inside the graph).
+{openvino_section}{quantization_section}
 Made with `hf-dumpembed export-onnx` (torch {torch}, opset {opset}). The exporter needs
 `pip install 'hf_dumpembed[onnx]'` (and `[openvino]` for `--openvino`); running the graph needs only the
 runtime and `tokenizers`.
@@ -84,16 +88,21 @@ OPENVINO_SECTION = """
 ## OpenVINO
 
 ```python
+import numpy as np
 import openvino
-from transformers import AutoTokenizer
+from tokenizers import Tokenizer
 
-tokenizer = AutoTokenizer.from_pretrained("{path}")
+tokenizer = Tokenizer.from_file("{path}/tokenizer.json"){padding_line}
 # Checked at export with INFERENCE_PRECISION_HINT={precision}. Always pass it: on CPUs with bf16 support OpenVINO
 # otherwise chooses bf16 by itself; "f32" gives the torch model's vectors.
 compiled = openvino.Core().compile_model("{path}/openvino/openvino_model.xml", "CPU",
                                          {{"INFERENCE_PRECISION_HINT": "{precision}"}})
-batch = tokenizer(["How do I read a file line by line in Python?"], padding=True, truncation=True, return_tensors="np")
-embeddings = compiled({{name: batch[name].astype("int64") for name in {inputs_list}}})["sentence_embedding"]
+
+texts = ["How do I read a file line by line in Python?", "Open the file and iterate over it."]
+encodings = tokenizer.encode_batch(texts)
+feed = {{{feed}}}
+embeddings = compiled(feed)["sentence_embedding"]
+print(embeddings @ embeddings.T)
 ```
 {bf16_note}{int8_note}"""
 
@@ -102,6 +111,39 @@ OPENVINO_INT8_NOTE = """
 matrix products, ranges measured on {samples} calibration texts{source}). Compile it the same way (the
 precision hint then applies to the parts left in float); its vectors are close to but not equal to f32 (see the
 parity table). int8 pays on CPUs with VNNI / AMX-INT8 instructions; elsewhere measure it against f32 first.
+"""
+
+PROMPTS_SECTION = """
+## Prompts
+
+This model reads its texts after a prompt, which neither the graph nor the tokenizer adds: prepend it to each text
+before tokenizing, as sentence-transformers' `encode_query` / `encode_document` do ({listed}). For example
+`texts = [{example!r} + text for text in queries]` in the snippets below; without it the vectors are not the
+model's.
+"""
+
+QUANTIZATION_SECTION = """
+## int8 and binary codes (`quantization.json`)
+
+`quantization.json` holds the calibration of the fitted folder this graph was exported from: for each output
+dimension k it covers, `"dims": {{"k": {{"int8_ranges": [minimums, maximums], "binary_threshold": [...]}}}}` (k
+float32 values per list, measured on {measured}). Quantize every batch, queries and
+documents alike, with these stored ranges; ranges taken from the batch itself (`encode(..., precision="int8")`,
+`quantize_embeddings` without `ranges`) give other codes for the same vector. With numpy only, on the
+`embeddings` of a snippet above:
+
+```python
+{numpy_snippet}
+```
+
+The same codes with sentence-transformers, or `hf_dumpembed.quantize(embeddings, "{path}")`:
+
+```python
+{st_snippet}
+```
+
+Score int8 documents against the float query; binary codes (one bit per dimension, 1 above the threshold) are for
+a first pass to rescore.
 """
 
 BF16_NOTE = ("bf16 runs the matrix products in bfloat16 on CPUs with AVX512-BF16 or AMX (elsewhere OpenVINO "
@@ -120,6 +162,7 @@ def render_readme(model_dir: Path, manifest: dict[str, Any], folder: Path, model
     inputs = manifest["inputs"]
     path = "path/to/this/folder"
     files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    max_length = int(min(tokenizer_config.get("model_max_length") or 512, 10**6))
     rows = "\n".join(
         f"| {p['name']} | {p['max_abs_diff']:.1e} | {p['min_cosine']:.6f} | {p['tolerance'].replace('|', '&#124;')} | "
         f"{'yes' if p['ok'] else 'no'} |" for p in manifest["parity"]
@@ -130,13 +173,17 @@ def render_readme(model_dir: Path, manifest: dict[str, Any], folder: Path, model
     fused = "model_optimized.onnx" in files
     ort_file = "model_optimized.onnx" if fused else "model.onnx"
     openvino = manifest.get("openvino_precision")
+    pads = Tokenizer.from_file(str(folder / "tokenizer.json")).padding is not None
+    padding_line = "" if pads else f'\ntokenizer.enable_padding(pad_id={pad_id}, pad_token="{pad_token}")'
+    tokenizer_comment = f"# tokenizer.json {'pads each batch to its longest text, ' if pads else ''}truncates at " \
+                        f"{max_length} tokens"
     return TEMPLATE.format(
         name=model_dir.name, pooling=manifest["pooling"],
         normalized="L2 normalisation" if manifest["normalized"] else "no normalisation",
         dimension=manifest["dimension"], inputs=", ".join(f"`{name}`" for name in inputs),
         num_dump=manifest["num_dump_tokens"], files=", ".join(f"`{f}`" for f in files + ["README.md"]),
         parity_rows=rows, path=path, pad_id=pad_id, pad_token=pad_token,
-        max_length=int(min(tokenizer_config.get("model_max_length") or 512, 10**6)), ort_file=ort_file,
+        ort_file=ort_file, padding_line=padding_line, tokenizer_comment=tokenizer_comment,
         feed=feed, model_id=model_id or f"local/{model_dir.name}-onnx", torch=manifest["torch"],
         opset=manifest["opset"],
         fused_section=FUSED_SECTION if fused else "",
@@ -144,10 +191,38 @@ def render_readme(model_dir: Path, manifest: dict[str, Any], folder: Path, model
             "; each layer's MLP down-projection kept in fp32" if manifest.get("int8_fp32_nodes") else ""),
                                          source=manifest.get("int8_source") or "model.onnx") if int8 else "",
         openvino_section=OPENVINO_SECTION.format(
-            path=path, precision=openvino, inputs_list=inputs,
+            path=path, precision=openvino, feed=feed, padding_line=padding_line,
             bf16_note=BF16_NOTE if openvino == "bf16" else "", int8_note=_openvino_int8_note(manifest)
         ) if openvino else "",
+        quantization_section=_quantization_section(folder, path),
+        prompts_section=_prompts_section(model_dir),
     )
+
+
+def _prompts_section(model_dir: Path) -> str:
+    """Which prompt to prepend to which text, when the folder has non-empty prompts (empty otherwise)."""
+    import json
+
+    config = json.loads((model_dir / "config.json").read_text()) if (model_dir / "config.json").is_file() else {}
+    prompts = {name: text for name, text in (config.get("prompts") or {}).items() if text}
+    if not prompts:
+        return ""
+    listed = "; ".join(f"{name}: {text!r}" for name, text in prompts.items()) + "; also under `prompts` in " \
+        "onnx_export.json"
+    return PROMPTS_SECTION.format(listed=listed, example=prompts.get("query", next(iter(prompts.values()))))
+
+
+def _quantization_section(folder: Path, path: str) -> str:
+    """How to turn the graph's vectors into the stored int8 / binary codes, when the export carries the folder's
+    quantization.json (empty otherwise)."""
+    from ..model.quantization import CALIBRATION_FILE, NUMPY_SNIPPET, SENTENCE_TRANSFORMERS_SNIPPET, read_calibration
+
+    if not (folder / CALIBRATION_FILE).is_file():
+        return ""
+    texts = read_calibration(folder).info.get("num_texts")
+    return QUANTIZATION_SECTION.format(measured=f"{texts} texts of the fit corpus" if texts else "the fit corpus",
+                                       numpy_snippet=NUMPY_SNIPPET.format(folder=path),
+                                       st_snippet=SENTENCE_TRANSFORMERS_SNIPPET.format(folder=path), path=path)
 
 
 def _openvino_int8_note(manifest: dict[str, Any]) -> str:

@@ -39,8 +39,11 @@ MAX_DUMP_TOKENS = 1024
 # and mean_no_dump): Pooling.CLS == "cls", Pooling.LAST == "last", Pooling.MEAN_NO_DUMP == "mean_no_dump", ...
 Pooling = Enum("Pooling", {mode.upper(): mode for mode in POOLING_MODES}, type=str)
 Pooling.__doc__ = "Pooling of the backbone's last hidden states (see DumpEmbedConfig's `pooling`)."
-# What a source's mean pooling becomes once K > 0 [DUMP] tokens are prepended (chosen from BENCHMARKS.md's study).
-MEAN_POOLING_WITH_DUMP = Pooling.MEAN_NO_DUMP
+# What a source's mean pooling becomes once K > 0 [DUMP] tokens are prepended: the stock mean over every token,
+# [DUMP] slots included, so that every default folder has a stock sentence-transformers export (TEI, Infinity, vLLM
+# serve stock modules only). It is level with mean_no_dump after training (BENCHMARKS.md, "stock mean vs
+# mean_no_dump"); `--pooling mean_no_dump` leaves the slots out (remote code or the ONNX graph to serve it).
+MEAN_POOLING_WITH_DUMP = Pooling.MEAN
 # --dtype values: the backbone's weights as stored (None: the source's own dtype).
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -138,7 +141,9 @@ def choose_pooling(options: BuildOptions, stack: SourceStack | None, decoder: bo
     if source is Pooling.MEAN and options.num_dump_tokens > 0:
         return MEAN_POOLING_WITH_DUMP, (
             "the source's sentence-transformers Pooling is mean; with K > 0 the mean leaves the [DUMP] slots out"
-            if MEAN_POOLING_WITH_DUMP is Pooling.MEAN_NO_DUMP else "the source's sentence-transformers Pooling: mean"
+            if MEAN_POOLING_WITH_DUMP is Pooling.MEAN_NO_DUMP else
+            "the source's sentence-transformers Pooling: mean, over every token, the [DUMP] slots included, as stock "
+            "sentence-transformers computes it, so the folder has a stock export"
         )
     if source is not None:
         return source, f"the source's sentence-transformers Pooling: {source.value}"

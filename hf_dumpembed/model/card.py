@@ -1,4 +1,5 @@
-"""Render a model card (the folder's README.md) from the template in ``model_cards/`` and the folder's own files.
+"""Render a model card (the folder's README.md) from the package's template (``hf_dumpembed/model_cards/``) and the
+folder's own files.
 
 Only what the folder holds is shown: a section whose data is missing is left out, never filled with a
 placeholder.
@@ -31,6 +32,33 @@ INIT_TEXT = {
     "normal": "N(0, 0.02)",
     "sep": "exact copy of the [SEP]/EOS embedding row (an attention sink)",
 }
+
+
+def check_repo_id(repo_id: str, what: str = "REPO_ID") -> str:
+    """``repo_id`` when it is a Hub repo id ``owner/name`` (huggingface_hub's rules: letters, digits, ``-``, ``_``,
+    ``.``, at most 96 characters); a ValueError naming ``what`` otherwise. `push` and `card --model-id` both use it."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as error:
+        raise ValueError(f"{what} {repo_id!r} is not a valid Hub repo id: {error}") from None
+    if "/" not in repo_id:
+        raise ValueError(f"{what} must be 'owner/name' (your user or organisation, then the model name); got "
+                         f"{repo_id!r}.")
+    return repo_id
+
+
+_REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
+
+
+def check_revision(revision: str, what: str = "--revision") -> str:
+    """``revision`` when it is a commit sha or a branch / tag name (letters, digits, ``.``, ``_``, ``/``, ``-``; no
+    ``..``), as the card's snippets paste it; a ValueError naming ``what`` otherwise."""
+    if not _REVISION.match(revision) or ".." in revision or len(revision) > 256:
+        raise ValueError(f"{what} {revision!r} is not a commit sha or a branch / tag name (letters, digits, '.', '_', "
+                         "'/', '-'): give the commit sha `push` printed.")
+    return revision
 
 
 def init_text(dump_init: str | None) -> str | None:
@@ -391,6 +419,7 @@ def card_context(
         "projected": projection is not None,
         "projection": projection,
         "quantization": quantization_context(model_dir, model_id),
+        "prompts": prompts_context(config),
         "training": training,
         "evaluation": evaluation,
         "projection_dim": config.get("projection_dim"),
@@ -399,6 +428,21 @@ def card_context(
         "limitations": limitations,
         "citations": CITATIONS,
     }
+
+
+def prompts_context(config: dict[str, Any]) -> dict[str, Any] | None:
+    """The prompts the usage snippets pass, None when the folder has no non-empty prompt: ``query`` / ``document``,
+    the prompt names sentence-transformers' ``encode_query`` / ``encode_document`` pick (``document``, else
+    ``passage``, else ``corpus``; None where the folder has none of them), their texts, and every prompt as
+    ``listed`` markdown."""
+    prompts = {str(name): str(text) for name, text in (config.get("prompts") or {}).items()}
+    if not any(prompts.values()):
+        return None
+    query = "query" if "query" in prompts else None
+    document = next((name for name in ("document", "passage", "corpus") if name in prompts), None)
+    return {"query": query, "document": document, "query_text": prompts.get(query or "", ""),
+            "document_text": prompts.get(document or "", ""),
+            "listed": ", ".join(f"`{name}`: `{text!r}`" for name, text in prompts.items() if text)}
 
 
 def card_metadata(config: dict[str, Any]) -> ModelCardData:

@@ -12,7 +12,11 @@ measured better choice; the binary codes are then sentence-transformers' own sig
 
 The file is JSON (numbers written as the shortest decimals of their float32 values, so reading them back as
 float32 gives the stored values exactly); it names the projection it was measured on (``projection_sha256``,
-over the folder's ``projection.*`` tensors), so a folder whose weights changed afterwards is caught.
+over the folder's ``projection.*`` tensors), so a folder whose weights changed afterwards is caught. Its layout,
+for consumers without this package (the stock export, the ONNX graph, fastembed): ``{"format": FORMAT, ...,
+"dims": {"<k>": {"int8_ranges": [[k minimums], [k maximums]], "binary_threshold": [k values]}}}``;
+`NUMPY_SNIPPET` and `SENTENCE_TRANSFORMERS_SNIPPET` turn k-dimensional float32 vectors into the codes `quantize`
+gives (docs/serving.md and the ONNX export's README print them; tests run them as printed).
 """
 
 from __future__ import annotations
@@ -33,6 +37,24 @@ FORMAT = "hf_dumpembed.quantization/1"
 PRECISIONS = ("float32", "int8", "uint8", "binary", "ubinary")
 REFIT = ("run `hf-dumpembed fit MODEL OUT --method ... --corpus TEXTS`, which stores it (any method; "
          "`--method truncate --dim D`, D the full dimension, keeps the vectors unchanged)")
+
+
+# Codes without hf_dumpembed, from ``embeddings`` (float32, (n, k)) and the folder's file: `quantize`'s int8 codes
+# and its binary bits (``np.packbits`` gives the ubinary bytes; binary = those minus 128, as int8).
+NUMPY_SNIPPET = """\
+import json
+import numpy as np
+entry = json.load(open("{folder}/quantization.json"))["dims"][str(embeddings.shape[1])]
+low, high = np.asarray(entry["int8_ranges"], dtype=np.float32)
+step = (high - low) / 255
+codes = (np.clip(np.floor((embeddings - low) / np.where(step == 0, 1, step)), 0, 255) - 128).astype(np.int8)
+bits = np.packbits(embeddings > np.asarray(entry["binary_threshold"], dtype=np.float32), axis=-1)  # ubinary"""
+SENTENCE_TRANSFORMERS_SNIPPET = """\
+import json
+import numpy as np
+from sentence_transformers.util import quantize_embeddings  # sentence-transformers >= 6.2 (5.x rounds otherwise)
+entry = json.load(open("{folder}/quantization.json"))["dims"][str(embeddings.shape[1])]
+codes = quantize_embeddings(embeddings, precision="int8", ranges=np.asarray(entry["int8_ranges"], dtype=np.float32))"""
 
 
 class CalibrationError(ValueError):

@@ -47,6 +47,7 @@ VARIANTS = {
     "K4-nodump-sep-dlr1e-3": (4, "mean_no_dump", "sep", 1e-3),
     "K4-nodump-sep-match60": (4, "mean_no_dump", "sep+match60", None),  # rows matched to K = 0 first
     "K4-nodump-sep-match60-ontop": (4, "mean_no_dump", "sep+match60", None),  # and K positions on top of the text's
+    "K4-mean-sep-match60-ontop": (4, "mean", "sep+match60", None),  # the same, stock mean ([DUMP] slots in)
     "K4-nodump-mean": (4, "mean_no_dump", "mean", None),
     "K4-mean-mean": (4, "mean", "mean", None),
     "K0-cls": (0, "cls", "sep", None),
@@ -67,7 +68,7 @@ VARIANTS = {
 }
 # Variants whose K [DUMP] tokens come on top of --max-length (the text keeps every position K = 0 has); every other
 # variant counts them inside --max-length, so its text is truncated K tokens earlier than K = 0's.
-DUMP_ON_TOP = {"K4-nodump-sep-match60-ontop"}
+DUMP_ON_TOP = {"K4-nodump-sep-match60-ontop", "K4-mean-sep-match60-ontop"}
 TOP = 10  # nDCG@10 needs the top 10 of each ranking only
 
 
@@ -169,8 +170,10 @@ def bundle(out: Path, target: Path) -> None:
     partial.replace(target)
 
 
-def table(metrics: dict[str, dict[str, float]], variants: list[str], seeds: list[int], run_info: dict) -> Table:
-    """Per variant: runs, steps, per-task and mean nDCG@10 (mean ± std over seeds) and the paired change."""
+def table(metrics: dict[str, dict[str, float]], variants: list[str], seeds: list[int], run_info: dict,
+          against: str | None = None) -> Table:
+    """Per variant: runs, steps, per-task and mean nDCG@10 (mean ± std over seeds) and the paired change: against
+    the K = 0 run of its pooling regime, or against the variant ``against`` (same seed) when given."""
 
     def cell(values: list[float]) -> float | dict[str, float]:
         return values[0] if len(values) == 1 else {"mean": statistics.mean(values), "std": statistics.stdev(values)}
@@ -182,22 +185,29 @@ def table(metrics: dict[str, dict[str, float]], variants: list[str], seeds: list
             continue
         runs = [metrics[f"{variant}-seed{s}"] for s in done]
         means = [statistics.mean(r[t] for t in TASKS) for r in runs]
-        base = baseline_of(variant)
+        base = against or baseline_of(variant)
         paired = [relative_change(statistics.mean(metrics[f"{variant}-seed{s}"][t] for t in TASKS),
                                   statistics.mean(metrics[f"{base}-seed{s}"][t] for t in TASKS))
                   for s in done if f"{base}-seed{s}" in metrics and variant != base]
-        k, pooling, init, dump_lr = VARIANTS[variant]
-        label = ("SmolLM2 " if variant.startswith("D") else "") + f"K={k} {pooling}"
-        label += (f", init {init.replace('=', ' ')}" if k else "")
-        label += "" if dump_lr is None else (", [DUMP] rows frozen" if dump_lr == 0 else f", [DUMP] lr {dump_lr:g}")
-        label += f", +{k} positions (text as K=0)" if variant in DUMP_ON_TOP else ""
         steps = {run_info[f"{variant}-seed{s}"]["steps"] for s in done if f"{variant}-seed{s}" in run_info}
-        rows.append([label, len(done), steps.pop() if len(steps) == 1 else "-",
+        rows.append([variant_label(variant), len(done), steps.pop() if len(steps) == 1 else "-",
                      *(cell([r[t] for r in runs]) for t in TASKS),
                      cell(means), cell(paired) if paired else "-",
                      f"{sum(p > 0 for p in paired)}/{len(paired)}" if paired else "-"])
-    return Table(columns=["model", "seeds", "steps", *TASKS, "mean", "paired change vs K=0", "seeds K=4 > K=0"],
-                 rows=rows, formats={**{t: 4 for t in TASKS}, "mean": 4, "paired change vs K=0": "+.2%"})
+    change, ahead = "paired change vs K=0", "seeds K=4 > K=0"
+    if against:
+        change, ahead = f"paired change vs {variant_label(against)}", "seeds ahead of it"
+    return Table(columns=["model", "seeds", "steps", *TASKS, "mean", change, ahead],
+                 rows=rows, formats={**{t: 4 for t in TASKS}, "mean": 4, change: "+.2%"})
+
+
+def variant_label(variant: str) -> str:
+    """A variant's row label: backbone, K, pooling, init, [DUMP] learning rate, positions."""
+    k, pooling, init, dump_lr = VARIANTS[variant]
+    label = ("SmolLM2 " if variant.startswith("D") else "") + f"K={k} {pooling}"
+    label += (f", init {init.replace('=', ' ')}" if k else "")
+    label += "" if dump_lr is None else (", [DUMP] rows frozen" if dump_lr == 0 else f", [DUMP] lr {dump_lr:g}")
+    return label + (f", +{k} positions (text as K=0)" if variant in DUMP_ON_TOP else "")
 
 
 def merge_entry(path: Path, name: str, entry: dict) -> dict:
@@ -240,11 +250,16 @@ def main() -> None:
                         help="after each run, pack rankings/ and runs.json into this .tar.gz (to copy them back)")
     parser.add_argument("--section", default=None,
                         help="write the table into this BENCHMARKS.md section record (e.g. dump-recipe-quickstart)")
+    parser.add_argument("--order", type=int, default=55, help="with --section: the section's place in BENCHMARKS.md")
+    parser.add_argument("--title", default=None, help="with --section: its title (default: K = 4 candidates vs K = 0)")
     parser.add_argument("--table-only", action="store_true",
                         help="tabulate (and record) the runs already evaluated under --out; train nothing")
     parser.add_argument("--machine", default=None,
                         help="with --table-only: where the runs trained and encoded, when not on this machine "
                              "(recorded instead of this machine's description)")
+    parser.add_argument("--against", default=None, choices=sorted(VARIANTS),
+                        help="add a table pairing every K > 0 variant with this one (same seed), after the table "
+                             "against K = 0 (e.g. K4-nodump-sep-match60-ontop: stock mean vs mean_no_dump)")
     parser.add_argument("--out", default="runs/dump_recipe")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
@@ -278,7 +293,10 @@ def main() -> None:
                 logger.info("%s: %s", name, metrics[name])
             result = table(metrics, args.variants, args.seeds, runs)
             (out / "table.md").write_text(render_table(result) + "\n")
-    sys.stdout.write(render_table(result) + "\n")
+    tables = [result]
+    if args.against:  # the K > 0 variants paired with the chosen one, after the table against K = 0
+        tables.append(table(metrics, [v for v in args.variants if VARIANTS[v][0] > 0], args.seeds, runs, args.against))
+    sys.stdout.write("\n\n".join(render_table(t) for t in tables) + "\n")
     if args.section:
         from datetime import date
 
@@ -287,9 +305,9 @@ def main() -> None:
         budget = f"{args.rows} rows" if args.rows else "one epoch"
         budget += f" x {args.epochs} epochs" if args.epochs > 1 else ""
         machine = machine_info() if args.machine is None else args.machine
-        write_record(args.section, tables=[result], command=command_line(), order=55, machine=machine,
-                     date=date.today().isoformat(),
-                     title=f"Training with [DUMP] tokens: K = 4 candidates vs K = 0, paired seeds ({budget})")
+        title = args.title or f"Training with [DUMP] tokens: K = 4 candidates vs K = 0, paired seeds ({budget})"
+        write_record(args.section, tables=tables, command=command_line(), order=args.order, machine=machine,
+                     date=date.today().isoformat(), title=title)
 
 
 if __name__ == "__main__":

@@ -98,6 +98,34 @@ def test_mteb_get_model_and_load_model_load_a_local_folder_offline(fitted: Path,
         mteb.get_model(str(fitted), embed_dim=33)
 
 
+
+@pytest.mark.parametrize("knob", ["truncate_dim", "embed_dim", "model_kwargs", "revision"])
+def test_every_get_model_knob_gives_the_projection_dim_vectors(fitted: Path, registry, knob: str) -> None:
+    """mteb.get_model(path, ...) with each way of asking for k = 16 (and the folder's own revision) gives the
+    vectors of projection_dim=16: the map recomposed for k, never the first k coordinates sliced."""
+    import mteb
+
+    meta = register_folder(fitted)
+    kwargs = {"truncate_dim": {"truncate_dim": 16}, "embed_dim": {"embed_dim": 16},
+              "model_kwargs": {"model_kwargs": {"projection_dim": 16}},
+              "revision": {"revision": meta.revision, "embed_dim": 16}}[knob]
+    model = mteb.get_model(str(fitted), **kwargs)
+    vectors = model.model.encode(TEXTS, convert_to_numpy=True)
+    assert vectors.shape == (len(TEXTS), 16) and model.mteb_model_meta.embed_dim == 16
+    np.testing.assert_allclose(vectors, _st_vectors(fitted, model_kwargs={"projection_dim": 16}), atol=1e-6)
+
+
+def test_get_model_refuses_knobs_that_disagree_and_a_foreign_revision(fitted: Path, registry) -> None:
+    import mteb
+
+    register_folder(fitted)
+    with pytest.raises(ValueError, match="different output dimensions: embed_dim=16, truncate_dim=8"):
+        mteb.get_model(str(fitted), embed_dim=16, truncate_dim=8)
+    with pytest.raises(ValueError, match=r"truncate_dim=16, model_kwargs\[projection_dim\]=8"):
+        mteb.get_model(str(fitted), truncate_dim=16, model_kwargs={"projection_dim": 8})
+    with pytest.raises(ValueError, match="revision main not found"):
+        mteb.get_model(str(fitted), revision="main")  # mteb's own check: a folder has its content revision
+
 def test_mteb_evaluate_scores_the_registered_folder_on_a_local_task(fitted: Path, registry, tmp_path: Path) -> None:
     import mteb
 

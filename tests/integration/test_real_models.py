@@ -63,20 +63,20 @@ def test_k0_mean_pooling_reproduces_the_original_all_minilm(tmp_path):
 
 
 def test_minilm_dump_model_agrees_across_load_paths(minilm_k4, tmp_path):
-    """The default build (mean without the [DUMP] slots) agrees across the remote-code load paths and has no stock
-    export; the same model with the stock mean also agrees with its stock export."""
+    """The default build (the stock mean, [DUMP] slots included) agrees across the load paths and with its stock
+    export; the same model with the mean without the [DUMP] slots agrees across the remote-code paths and has no
+    stock export."""
     from hf_dumpembed.export.stock import export_stock_st
 
-    assert json.loads((minilm_k4 / "config.json").read_text())["pooling"] == "mean_no_dump"
-    report = check_load_paths(minilm_k4)
+    assert json.loads((minilm_k4 / "config.json").read_text())["pooling"] == "mean"
+    report = check_load_paths(minilm_k4, stock_export_dir=export_stock_st(minilm_k4, tmp_path / "stock"))
     assert report.ok, report.describe()
     assert report.dimension == 384
+    no_dump = build(default_encoder_path(), tmp_path / "no-dump",
+                    BuildOptions(num_dump_tokens=4, pooling="mean_no_dump", match_steps=0))
+    assert check_load_paths(no_dump).ok
     with pytest.raises(ValueError, match="cannot express exactly"):
-        export_stock_st(minilm_k4, tmp_path / "refused")
-    mean = build(default_encoder_path(), tmp_path / "mean", BuildOptions(num_dump_tokens=4, pooling="mean",
-                                                                          match_steps=0))
-    report = check_load_paths(mean, stock_export_dir=export_stock_st(mean, tmp_path / "stock"))
-    assert report.ok, report.describe()
+        export_stock_st(no_dump, tmp_path / "refused")
 
 
 def test_minilm_dump_prefix_and_limits(minilm_k4):

@@ -1,5 +1,6 @@
-"""[DUMP] defaults that do not hurt the source: pooling taken from the source, the mean without the [DUMP] slots,
-the sink-copy inits, the [DUMP] rows' own learning rate, and the stock export's refusal of what it cannot express."""
+"""[DUMP] defaults that do not hurt the source: pooling taken from the source (a mean stays the stock mean, so the
+default folder exports to stock modules), the mean without the [DUMP] slots, the sink-copy inits, the [DUMP] rows'
+own learning rate, and the stock export's refusal of what it cannot express."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def _as_st_folder(backbone: Path, out: Path, mode: str) -> Path:
 
 
 @pytest.mark.parametrize(("mode", "k", "expected"), [
-    ("mean_tokens", 4, "mean_no_dump"), ("mean_tokens", 0, "mean"), ("cls_token", 4, "cls"), ("lasttoken", 4, "last"),
+    ("mean_tokens", 4, "mean"), ("mean_tokens", 0, "mean"), ("cls_token", 4, "cls"), ("lasttoken", 4, "last"),
 ])
 def test_pooling_comes_from_the_source_sentence_transformers_config(tiny_bert, tmp_path, mode, k, expected):
     source = _as_st_folder(tiny_bert, tmp_path / "source", mode)
@@ -155,6 +156,22 @@ def test_dump_learning_rate_scales_the_rows_step_and_nothing_else(tiny_bert, tmp
     assert info["dump_learning_rate"] == 1e-2 and info["learning_rate"] == 1e-3
 
 
+def test_the_default_k4_folder_of_a_mean_source_is_served_by_a_stock_load_of_its_export(tiny_bert, tmp_path):
+    """`build --dump-tokens 4` of a mean-pooled sentence-transformers source: stock mean pooling ([DUMP] slots
+    included), so `export-st` writes stock modules that a plain SentenceTransformer (no remote code) serves with the
+    folder's vectors (what Text Embeddings Inference, Infinity and vLLM need)."""
+    from sentence_transformers import SentenceTransformer
+
+    source = _as_st_folder(tiny_bert, tmp_path / "source", "mean_tokens")
+    folder = build(source, tmp_path / "model", BuildOptions(num_dump_tokens=4, match_steps=0))
+    assert json.loads((folder / "config.json").read_text())["pooling"] == "mean"
+    stock = export_stock_st(folder, tmp_path / "stock")
+    assert not list(stock.glob("*.py"))  # no remote code
+    expected = SentenceTransformer(str(folder), trust_remote_code=True).encode(list(TEXTS))
+    served = SentenceTransformer(str(stock), trust_remote_code=False).encode(list(TEXTS))
+    torch.testing.assert_close(torch.from_numpy(served), torch.from_numpy(expected), atol=1e-6, rtol=0)
+
+
 def test_stock_export_refuses_the_mean_without_dump_slots(tiny_bert, tmp_path):
     model_dir = build(tiny_bert, tmp_path / "model", BuildOptions(num_dump_tokens=2, pooling="mean_no_dump"))
     with pytest.raises(ValueError, match="cannot express exactly"):
@@ -163,10 +180,16 @@ def test_stock_export_refuses_the_mean_without_dump_slots(tiny_bert, tmp_path):
 
 
 def test_card_states_the_pooling_reason_and_the_missing_stock_export(tiny_bert, tmp_path):
+    """The default K > 0 folder of a mean-pooled source pools with the stock mean ([DUMP] slots included) and has a
+    stock export; an explicit mean_no_dump says it has none."""
     source = _as_st_folder(tiny_bert, tmp_path / "source", "mean_tokens")
     card = (build(source, tmp_path / "model", BuildOptions(num_dump_tokens=2)) / "README.md").read_text()
-    assert "mean over every token except the [DUMP] slots (the source's sentence-transformers Pooling is mean" in card
+    assert "mean (the source's sentence-transformers Pooling: mean, over every token, the [DUMP] slots included" in card
     assert "exact copy of the [SEP]/EOS embedding row (an attention sink), then fitted for 60 steps" in card
+    assert "hf-dumpembed export-st" in card and "has no stock export" not in card
+    no_dump = build(source, tmp_path / "no-dump", BuildOptions(num_dump_tokens=2, pooling="mean_no_dump"))
+    card = (no_dump / "README.md").read_text()
+    assert "mean over every token except the [DUMP] slots (set explicitly)" in card
     assert "has no stock export" in card and "hf-dumpembed export-st" not in card
 
 

@@ -282,3 +282,62 @@ def test_card_source_must_be_the_folder_the_export_came_from(bert_dump_model, ti
     with pytest.raises(SystemExit, match=f"has no {EXPORT_RECORD}"):
         main(["card", str(plain), "--source", str(other)])
     assert (plain / "README.md").read_text() == "the user's own card\n"
+
+
+@pytest.mark.parametrize(("flag", "value", "message"), [
+    ("--model-id", 'acme/x", trust_remote_code=True); import os; os.system("id")  #',
+     "--model-id .* is not a valid Hub repo id"),
+    ("--model-id", "acme/tiny dump", "--model-id .* is not a valid Hub repo id"),
+    ("--model-id", "tiny-dump", "--model-id must be 'owner/name'"),
+    ("--revision", 'main"); import os  #', "--revision .* is not a commit sha or a branch / tag name"),
+    ("--revision", "../../x", "--revision .* is not a commit sha or a branch / tag name"),
+])
+def test_card_refuses_an_id_that_is_not_a_hub_repo_id(bert_dump_model, tmp_path, flag, value, message):
+    """Fails on main (`card --model-id` pasted any string, quotes and code included, into the usage snippets that
+    `push` then kept): --model-id is checked as `push` checks REPO_ID (one shared function), --revision as a sha
+    or ref name; the refusal is one line and the old card is left as it was."""
+    from hf_dumpembed.publishing.hub import validate_target
+
+    folder = copy_model(bert_dump_model, tmp_path / "model")
+    before = (folder / "README.md").read_bytes()
+    with pytest.raises(SystemExit) as exit_info:
+        main(["card", str(folder), flag, value])
+    text = str(exit_info.value.code)
+    assert text.startswith("hf-dumpembed card: error: ") and "\n" not in text
+    assert re.search(message, text)
+    assert (folder / "README.md").read_bytes() == before
+    assert sorted(p.name for p in folder.iterdir()) == sorted(p.name for p in bert_dump_model.iterdir())
+    if flag == "--model-id":
+        with pytest.raises(ValueError, match=message.replace("--model-id", "REPO_ID")):
+            validate_target(value, None)  # push refuses the same ids with the same words
+
+
+def test_usage_snippets_pass_the_folder_prompts(zoo_source, tmp_path, monkeypatch):
+    """A prompted folder's card (e5 replica: `query: ` / `passage: `): the transformers snippet, run as printed,
+    gives encode_query's vector; the other clients' snippets pass the prompt names their own way; the stock
+    export's card says how to send them to Text Embeddings Inference."""
+    import numpy as np
+    from sentence_transformers import SentenceTransformer
+
+    from hf_dumpembed.export.stock import export_stock_st
+
+    folder = build(zoo_source("e5-small-v2"), tmp_path / "e5", BuildOptions(num_dump_tokens=4, pooling="mean",
+                                                                             match_steps=0))
+    card = render_card(folder)
+    assert "Other clients: pass the prompts" in _sections(card)
+    assert 'query_encode_kwargs={"prompt_name": "query"}' in card
+    assert 'encode_kwargs={"prompt_name": "document"}' in card
+    assert 'query_instruction="query: ", text_instruction="passage: "' in card
+    assert not PLACEHOLDER.search(card), PLACEHOLDER.search(card)
+    code = card[card.index("### transformers"):]
+    code = re.search(r"```python\n(.*?)```", code, re.S).group(1)
+    assert 'prompts["query"]' in code
+    monkeypatch.chdir(tmp_path)  # the snippets load the folder by its name
+    namespace: dict = {}
+    exec(compile(code, "card transformers snippet", "exec"), namespace)
+    expected = SentenceTransformer(str(folder), trust_remote_code=True).encode_query(
+        ["How do I read a file line by line?"])
+    np.testing.assert_allclose(namespace["embeddings"].numpy(), expected, atol=1e-5)
+    stock = export_stock_st(folder, tmp_path / "e5-stock")
+    stock_card = render_card(stock, source=folder)
+    assert '"prompt_name": "query"' in stock_card and "trust_remote_code" not in stock_card.split("### Other")[1]

@@ -149,13 +149,14 @@ def test_a_refit_never_keeps_the_source_calibration(fitted, tmp_path: Path) -> N
 
 def test_verify_and_push_check_the_file(fitted, tmp_path: Path) -> None:
     from hf_dumpembed.export.verify import check_load_paths
-    from hf_dumpembed.publishing.checks import FolderKind, FolderReport, is_allowed, static_checks
+    from hf_dumpembed.model.folder_schema import folder_deviations
+    from hf_dumpembed.publishing.checks import FolderKind, FolderReport, static_checks
 
     folder = fitted["spectemp"]
     report = check_load_paths(folder, TEXTS, include_mteb=False)
     assert report.ok and report.calibrated_dims == [16, 32]
     assert "quantization calibration: ok" in report.describe()
-    assert is_allowed(CALIBRATION_FILE, FolderKind.DUMPEMBED, set())
+    assert folder_deviations(folder) == []  # quantization.json is a file the writers produce
     published = FolderReport(folder, kind=FolderKind.DUMPEMBED)
     assert CALIBRATION_FILE in static_checks(folder, published)
     assert not [p for p in published.problems if CALIBRATION_FILE in p]
@@ -198,7 +199,7 @@ def test_card_shows_the_quantized_outputs(fitted) -> None:
 
 
 def test_auto_fit_scores_the_frontier_on_its_pseudo_queries(llama_dump_model: Path, tmp_path: Path) -> None:
-    from hf_dumpembed.projections.pseudo import paired_ndcg_at_10
+    from hf_dumpembed.projections.maths.pseudo_queries import paired_ndcg_at_10
 
     sentences = corpus_texts()
     corpus = tmp_path / "paragraphs.txt"
@@ -221,3 +222,28 @@ def test_auto_fit_scores_the_frontier_on_its_pseudo_queries(llama_dump_model: Pa
     unit = [x / np.linalg.norm(x, axis=1, keepdims=True) for x in (queries, docs)]
     assert calibration._paired_ndcg(unit[0] @ unit[1].T) == pytest.approx(paired_ndcg_at_10(queries, docs).mean(),
                                                                           abs=1e-6)
+
+
+def test_the_documented_snippets_give_quantize_codes_without_the_package(fitted) -> None:
+    """docs/serving.md's numpy and sentence-transformers lines (the same text the ONNX export's README prints) give
+    `quantize`'s int8 codes and ubinary bytes, as printed, also for values outside the stored ranges (clipped) and
+    on bucket edges."""
+    import re
+
+    from hf_dumpembed.model.quantization import NUMPY_SNIPPET, SENTENCE_TRANSFORMERS_SNIPPET
+
+    folder = fitted["spectemp"]
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "serving.md").read_text()
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", docs, re.S) if "quantization.json" in b]
+    assert [b.strip() for b in blocks] == [NUMPY_SNIPPET.format(folder="minilm-spectemp"),
+                                           SENTENCE_TRANSFORMERS_SNIPPET.format(folder="minilm-spectemp")]
+    vectors = _st(folder).encode(TEXTS, convert_to_numpy=True)
+    low, high = read_calibration(folder).at(16)[0]
+    edges = np.stack([low, high, low + (high - low) / 255 * 7, low - 1, high + 1]).astype(np.float32)
+    for embeddings in (vectors, edges, 3 * vectors):
+        for block in blocks:
+            namespace = {"embeddings": embeddings}
+            exec(compile(block.replace("minilm-spectemp", str(folder)), "docs/serving.md", "exec"), namespace)
+            np.testing.assert_array_equal(namespace["codes"], quantize(embeddings, folder, "int8"))
+            if "bits" in namespace:
+                np.testing.assert_array_equal(namespace["bits"], quantize(embeddings, folder, "ubinary"))
