@@ -21,7 +21,6 @@ It writes its BENCHMARKS.md section record (scripts/bench/results/prefix-cache.j
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import tempfile
@@ -31,10 +30,9 @@ from pathlib import Path
 
 import torch
 from bench_encode import stdlib_docstrings
-from benchmarks import Table, add_output_arguments, command_line, record_only, render_table, write_record
+from benchmarks import Table, add_output_arguments, finish_timing_run, record_only
 from sentence_transformers import SentenceTransformer
 
-from hf_dumpembed._utils.machine import machine_info
 from hf_dumpembed.data.assets import default_decoder_path
 from hf_dumpembed.model.builder import BuildOptions, build
 
@@ -163,20 +161,9 @@ def main() -> None:
         return
     torch.set_num_threads(args.threads)
     result = measure(args)
-    result["command"] = command_line()
-    if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(json.dumps(result, indent=2))
-    if not args.no_record:
-        machine = machine_info() | {"load_average": [round(v, 2) for v in result["load_average_before"]],
-                                    "load_average_after": [round(v, 2) for v in result["load_average_after"]]}
-        write_record(SECTION, tables=record_tables(result), commands=[result["command"]], machine=machine,
-                     date=result["date"], title=TITLE, order=ORDER)
-    print(f"{args.texts} texts per length, {args.repeats} repeats, batch {args.batch_size}, {args.threads} threads; "  # noqa: T201
-          f"load average {result['load_average_before'][0]:.2f} → {result['load_average_after'][0]:.2f}")
-    for table in record_tables(result):
-        print(render_table(table))  # noqa: T201
-
+    finish_timing_run(args, SECTION, result, record_tables, title=TITLE, order=ORDER,
+                      summary=f"{args.texts} texts per length, {args.repeats} repeats, batch {args.batch_size}, "
+                              f"{args.threads} threads")
 
 if __name__ == "__main__":
     main()

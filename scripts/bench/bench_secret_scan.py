@@ -29,9 +29,8 @@ from datetime import date
 from pathlib import Path
 
 import numpy as np
-from benchmarks import RESULTS_DIR, Table, add_output_arguments, command_line, record_only, render_table, write_record
+from benchmarks import RESULTS_DIR, Table, add_output_arguments, finish_timing_run, record_only
 
-from hf_dumpembed._utils.machine import machine_info
 from hf_dumpembed.publishing import secret_bytes
 from hf_dumpembed.publishing.staging_safety import safetensors_problem
 
@@ -152,22 +151,9 @@ def main() -> None:
     if sorted(args.sizes_mb) != args.sizes_mb or len(set(args.sizes_mb)) != len(args.sizes_mb):
         raise SystemExit("--sizes-mb: give distinct sizes, smallest first (e.g. --sizes-mb 90 1200).")
     result = measure(args)
-    result["command"] = command_line()
-    if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(json.dumps(result, indent=2))
-    if not args.no_record:
-        new = not (RESULTS_DIR / f"{SECTION}.json").is_file()
-        machine = machine_info() | {"load_average": [round(v, 2) for v in result["load_average_before"]],
-                                    "load_average_after": [round(v, 2) for v in result["load_average_after"]]}
-        write_record(SECTION, tables=record_tables(result), commands=[result["command"]], machine=machine,
-                     date=result["date"], title=TITLE, order=ORDER, setup=SETUP if new else None,
-                     reading=draft_reading(result) if new else None)
-    print(f"{args.repeats} repeats; load average {result['load_average_before'][0]:.2f} → "  # noqa: T201
-          f"{result['load_average_after'][0]:.2f}")
-    for table in record_tables(result):
-        print(render_table(table))  # noqa: T201
-
+    new = not (RESULTS_DIR / f"{SECTION}.json").is_file()
+    finish_timing_run(args, SECTION, result, record_tables, title=TITLE, order=ORDER, summary=f"{args.repeats} repeats",
+                      setup=SETUP if new else None, reading=draft_reading(result) if new else None)
 
 if __name__ == "__main__":
     main()

@@ -491,6 +491,29 @@ def record_only(args: Any, section: str, record_tables: Callable[[dict[str, Any]
     return True
 
 
+def finish_timing_run(args: Any, section: str, result: dict[str, Any],
+                      record_tables: Callable[[dict[str, Any]], list[Table]], *, title: str, order: int,
+                      summary: str, setup: str | None = None, reading: str | None = None) -> None:
+    """The tail of a timing bench: save ``result`` to ``--output``, write the section record (this machine with
+    the 1-minute load averages measured before and after: ``result["load_average_before"/"_after"]``) unless
+    ``--no-record``, then print ``summary`` and the tables."""
+    from hf_dumpembed._utils.machine import machine_info
+
+    result["command"] = command_line()
+    if args.output:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(json.dumps(result, indent=2))
+    if not args.no_record:
+        machine = machine_info() | {"load_average": [round(v, 2) for v in result["load_average_before"]],
+                                    "load_average_after": [round(v, 2) for v in result["load_average_after"]]}
+        write_record(section, tables=record_tables(result), commands=[result["command"]], machine=machine,
+                     date=result["date"], title=title, order=order, setup=setup, reading=reading)
+    print(f"{summary}; load average {result['load_average_before'][0]:.2f} → "  # noqa: T201
+          f"{result['load_average_after'][0]:.2f}")
+    for table in record_tables(result):
+        print(render_table(table))  # noqa: T201
+
+
 def write_record(section: str, *, tables: list[Table], commands: list[str] | None = None,
                  command: str | None = None, replaces: str | None = None,
                  machine: dict[str, Any] | str | None = None, date: str | None = None, title: str | None = None,
