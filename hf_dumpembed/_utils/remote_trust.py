@@ -38,10 +38,11 @@ RELEASED_REMOTE_SETS: tuple[dict[str, frozenset[str]], ...] = (
             "908911595b18d16258babe2843b198c60e98d16cb0d61b152c074b7edc5c16b3",
         }),
     },
-    # Three files: the decoder prefix cache in its own module (from issue 38 on). No release of it yet: the installed
-    # copy is accepted (known_remote_sets); add each release's sha256 here.
-    {"configuration_dumpembed.py": frozenset(), "modeling_dumpembed.py": frozenset(),
-     "prefix_cache_dumpembed.py": frozenset()},
+    # Three files: the decoder prefix cache in its own module (from issue 38 on). The release of 2026-12-03 (the folder
+    # schema, the prefix cache split); add each later release's sha256 here.
+    {"configuration_dumpembed.py": frozenset({"73189d80d5b0a0ab80e5461f48bd23b74533cfee03031f7adaa9028a0b5168dc"}),
+     "modeling_dumpembed.py": frozenset({"2a5a04efbd90f18ef938df283c67a823f6dc51c4d989b4ba33dafdc35299a75f"}),
+     "prefix_cache_dumpembed.py": frozenset({"3d008059f593babdec9e1e8978ac45d1332af48ba570baeab4b7b5256f9c35da"})},
 )
 # Every remote-code file name of any release.
 REMOTE_FILE_NAMES = tuple(sorted({name for files in RELEASED_REMOTE_SETS for name in files} | set(REMOTE_FILES)))
