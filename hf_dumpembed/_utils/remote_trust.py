@@ -61,10 +61,11 @@ def known_remote_sets() -> list[dict[str, set[str]]]:
     return known
 
 
-def known_remote_hashes() -> dict[str, set[str]]:
-    """File name -> the sha256 values accepted as ours in any set: this installed version's and the released ones."""
+def known_remote_hashes(sets: list[dict[str, set[str]]] | None = None) -> dict[str, set[str]]:
+    """File name -> the sha256 values accepted as ours in any set: this installed version's and the released ones
+    (``sets``: `known_remote_sets()`, when the caller has it already)."""
     known: dict[str, set[str]] = {}
-    for files in known_remote_sets():
+    for files in known_remote_sets() if sets is None else sets:
         for name, hashes in files.items():
             known.setdefault(name, set()).update(hashes)
     return known

@@ -68,7 +68,7 @@ def run_eval(
 
     The folder's remote code must be hf_dumpembed's own unless ``trust_remote_code`` (UntrustedRemoteCode). A run
     that fails leaves no results folder it created without writing a result into it."""
-    from ..model.folder_check import require_readable_safetensors
+    from ..model.folder_check import require_readable_weights
     from ..model.folder_schema import require_trusted_code
 
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -77,8 +77,7 @@ def run_eval(
     if not (model_dir / "config.json").is_file():
         raise FileNotFoundError(f"{model_dir} is not a model folder (no config.json).")
     require_trusted_code(model_dir, trust_remote_code)
-    for weights in sorted(model_dir.glob("*.safetensors")):
-        require_readable_safetensors(weights)  # a damaged file: one error naming it, before mteb starts
+    require_readable_weights(model_dir)  # a damaged file: one error naming it, before mteb starts
     created = _missing_parents(Path(results_dir))
     try:
         return _run_eval(model_dir, tasks, results_dir, data_dir, model_name, revision, batch_size, overwrite)

@@ -25,8 +25,7 @@ def require_dumpembed_folder(folder: str | Path) -> Path:
         what = " (a stock sentence-transformers folder)" if (folder / "modules.json").exists() else ""
         raise ValueError(f"{folder} is not a DumpEmbed model folder{what}: config.json model_type is {model_type!r}, "
                          "not 'dumpembed'. Build one with `hf-dumpembed build BACKBONE OUT`.")
-    for weights in sorted(folder.glob("*.safetensors")):
-        require_readable_safetensors(weights)
+    require_readable_weights(folder)
     return folder
 
 
@@ -43,3 +42,9 @@ def require_readable_safetensors(path: Path) -> None:
             pass
     except (SafetensorError, OSError) as error:
         raise DamagedWeightsError(f"{path} is damaged ({error}): rebuild or re-download it.") from None
+
+
+def require_readable_weights(folder: Path) -> None:
+    """`require_readable_safetensors` for each top-level safetensors file of ``folder``, before anything loads."""
+    for weights in sorted(folder.glob("*.safetensors")):
+        require_readable_safetensors(weights)

@@ -335,22 +335,17 @@ def check_module_config(folder: Path, rel: str, shape: FolderShape) -> list[Devi
 
 # --- remote code ---------------------------------------------------------------------------------------------------
 
-def check_remote_file(folder: Path, rel: str, shape: FolderShape) -> list[Deviation]:
-    """A remote-code file must be byte-identical to this package's copy or to a released version of it."""
-    digest = sha256_file(folder / rel)
-    if digest in known_remote_hashes().get(rel, set()):
-        return []
-    return [Deviation(rel, f"differs from every version of hf_dumpembed's {rel} (sha256 {digest[:12]}…)")]
-
-
 def remote_set_deviations(folder: Path, files: list[str]) -> list[Deviation]:
-    """The remote-code files of a DumpEmbed folder must be exactly one release's set, each a version released in
-    that set; otherwise the deviations from the nearest set (a file of no known version is `check_remote_file`'s to
-    report, and fits any set here)."""
-    known = known_remote_hashes()
+    """The remote-code files of a DumpEmbed folder, each hashed once: every one byte-identical to this package's copy
+    or a released version of it, and together exactly one release's set, each a version released in that set;
+    otherwise the deviations from the nearest set (a file of no known version fits any set there)."""
+    sets = known_remote_sets()
+    known = known_remote_hashes(sets)
     present = {name: sha256_file(folder / name) for name in files if name in REMOTE_FILE_NAMES}
+    unknown = [Deviation(name, f"differs from every version of hf_dumpembed's {name} (sha256 {digest[:12]}…)")
+               for name, digest in sorted(present.items()) if digest not in known.get(name, set())]
     nearest: list[Deviation] | None = None
-    for release in known_remote_sets():
+    for release in sets:
         found = [Deviation(name, "is missing") for name in sorted(set(release) - set(present))]
         found += [Deviation(name, "is not one of the remote files released with the folder's other ones (hf_dumpembed "
                                   "never wrote them together); rebuild the folder with `hf-dumpembed build`")
@@ -360,9 +355,9 @@ def remote_set_deviations(folder: Path, files: list[str]) -> list[Deviation]:
                                   "build`") for name in sorted(set(present) & set(release))
                   if present[name] in known.get(name, set()) and present[name] not in release[name]]
         if not found:
-            return []
+            return unknown
         nearest = found if nearest is None or len(found) < len(nearest) else nearest
-    return nearest or []
+    return unknown + (nearest or [])
 
 
 # --- the tree ------------------------------------------------------------------------------------------------------
@@ -386,7 +381,7 @@ ROOT_FILES = (
              "huggingface_hub's record of a download into this folder"),
 )
 DUMPEMBED_FILES = (
-    *(FileRule(re.escape(name), "hf_dumpembed's remote code", check_remote_file) for name in REMOTE_FILE_NAMES),
+    *(FileRule(re.escape(name), "hf_dumpembed's remote code (`remote_set_deviations`)") for name in REMOTE_FILE_NAMES),
     FileRule(r"training/(config\.yaml|environment\.json|data_files\.json)", "the training record (`train`)"),
 )
 STOCK_FILES = (
@@ -395,9 +390,8 @@ STOCK_FILES = (
     FileRule(r"[1-9][0-9]*_Dense/model\.safetensors", "a stock Dense module's weights"),
 )
 SHAPE_FILES = {FolderShape.DUMPEMBED: ROOT_FILES + DUMPEMBED_FILES, FolderShape.STOCK: ROOT_FILES + STOCK_FILES}
-# (A DumpEmbed folder's remote-code files: one release's set, `remote_set_deviations`.)
-REQUIRED_FILES = {FolderShape.DUMPEMBED: ("config.json", "modules.json", "tokenizer.json"),
-                  FolderShape.STOCK: ("config.json", "modules.json", "tokenizer.json")}
+# Files both shapes must have (a DumpEmbed folder's remote-code files: one release's set, `remote_set_deviations`).
+REQUIRED_FILES = ("config.json", "modules.json", "tokenizer.json")
 
 
 def tree_entries(folder: Path) -> tuple[list[str], list[Deviation]]:
@@ -426,7 +420,7 @@ def tree_entries(folder: Path) -> tuple[list[str], list[Deviation]]:
 
 def folder_shape(folder: Path) -> FolderShape | None:
     """DUMPEMBED when config.json says model_type dumpembed, STOCK when it has a modules.json; None otherwise."""
-    config, found = _object(folder, "config.json") if (folder / "config.json").is_file() else (None, [])
+    config = _object(folder, "config.json")[0] if (folder / "config.json").is_file() else None
     if isinstance(config, dict) and config.get("model_type") == "dumpembed":
         return FolderShape.DUMPEMBED
     return FolderShape.STOCK if (folder / "modules.json").is_file() and config is not None else None
@@ -441,7 +435,7 @@ def folder_deviations(folder: str | Path) -> list[Deviation]:
                                "export (config.json and modules.json)")]
     files, found = tree_entries(folder)
     rules = SHAPE_FILES[shape]
-    found += [Deviation(name, "is missing") for name in REQUIRED_FILES[shape] if name not in files]
+    found += [Deviation(name, "is missing") for name in REQUIRED_FILES if name not in files]
     for rel in files:
         rule = next((rule for rule in rules if rule.matches(rel)), None)
         if rule is None:

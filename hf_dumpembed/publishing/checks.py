@@ -362,9 +362,8 @@ def check_folder(folder: str | Path, source: str | Path | None = None, tolerance
         loads = [(target, report.kind is FolderKind.DUMPEMBED)]
         if source is not None:
             loads.insert(0, (Path(source), True))
-        try:  # the exact files the fresh process loads pass the same check (nothing changed since the static one)
-            for path, _ in loads:
-                require_trusted_code(path, trust_remote_code)
+        try:  # the staged copy the fresh process loads passes the same check (``source`` was checked above)
+            require_trusted_code(target, trust_remote_code)
         except UntrustedRemoteCode as error:
             report.problems.append(f"the staged copy is not a folder hf_dumpembed writes; not loaded: {error}")
             return report, files
