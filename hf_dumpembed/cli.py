@@ -19,7 +19,7 @@ SentenceTransformer and MTEB. Typical order: build -> train -> fit -> eval -> ca
 """
 
 # Subcommand groups, in the order `--help` lists them: each module's register() adds its subparsers.
-COMMAND_GROUPS = ("model", "onnx", "evaluate", "analyze", "fit", "publish", "quickstart", "train")
+COMMAND_GROUPS = ("model", "onnx", "serve", "evaluate", "analyze", "fit", "publish", "quickstart", "train")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import logging
 
-from hf_dumpembed._utils.console import say
 from hf_dumpembed.data.corpora import BUILDERS, COLLECTIONS, build_datasets
 
 
@@ -23,7 +22,7 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     for summary in build_datasets(args.out, args.only):
-        say(summary.describe())
+        print(summary.describe(), flush=True)  # noqa: T201 - the script's report, one line per collection
 
 
 if __name__ == "__main__":

@@ -114,9 +114,7 @@ SETUP = (
 
 def record(reading: str | None) -> None:
     sys.path[:0] = [str(ROOT), str(ROOT / "scripts" / "bench")]
-    from benchmarks import Table, write_record
-
-    from hf_dumpembed._utils.machine import machine_info
+    from benchmarks import Table, this_machine, write_record
 
     rows = [[group, row["mutants"], row["mutants"] - row["not_checked"], row["killed"], row["survived"],
              row["score"]] for group, row in score().items()]
@@ -126,7 +124,7 @@ def record(reading: str | None) -> None:
                                                        "python scripts/mutation.py run",
                                                        "python scripts/mutation.py run --survivors",
                                                        "python scripts/mutation.py score"],
-                 machine=machine_info(), title="Mutation testing of the core modules", setup=SETUP,
+                 machine=this_machine(), title="Mutation testing of the core modules", setup=SETUP,
                  reading=reading, order=95, directory=ROOT / "scripts" / "bench" / "results")
 
 

@@ -80,26 +80,14 @@ values; one value when there is one seed). INPUT is any mix of
     is the seed; k = the model's embed_dim);
   - a JSON file of rows: a list, {"rows": [...]}, or an object whose values hold "rows"; a row has "method",
     optional "k" and "seed", and either "task" + the metric (or "value") or one numeric column per task.
-
---benchmarks DIR renders the whole BENCHMARKS.md instead, from the section records the bench scripts write
-(DIR/<section>.json: title, date, machine, commands, set-up, tables of raw numbers, reading; a quickstart
-summary.json copied there renders as a section too), in the records' order, to --out (default BENCHMARKS.md):
-  hf-dumpembed report --benchmarks scripts/bench/results --out BENCHMARKS.md
-With --check it writes nothing and exits non-zero when --out differs from that render (a hand edit, or a
-record changed without regenerating); tests/repository/test_benchmarks.py checks the committed file.
 """
 
 
 def _report(args: argparse.Namespace) -> None:
     from ..evaluation.report import check_report_target, load_records, markdown_table, write_report
 
-    if args.benchmarks:
-        _report_benchmarks(args)
-        return
-    if args.check:
-        raise ValueError("--check goes with --benchmarks DIR (it compares --out with the render of the records).")
     if not args.inputs:
-        raise ValueError("give INPUT (mteb results folders / JSON row files) or --benchmarks DIR.")
+        raise ValueError("give INPUT (mteb results folders and/or JSON row files).")
     if args.out:
         check_report_target(args.out, args.inputs, args.overwrite)  # before reading anything
     renames = dict(item.split("=", 1) for item in args.rename or [] if "=" in item)
@@ -117,42 +105,6 @@ def _report(args: argparse.Namespace) -> None:
         write_report(table, args.out, args.inputs, args.overwrite)  # a failed write leaves the old file (or none)
         say(f"Wrote {args.out}")
     say(table.rstrip("\n"))
-
-
-def _benchmarks_module():
-    """The repository's BENCHMARKS.md renderer, ``scripts/bench/benchmarks.py`` (repository tooling, not installed)."""
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "scripts" / "bench" / "benchmarks.py"
-    if not path.is_file():
-        raise FileNotFoundError(f"--benchmarks renders with the repository's scripts/bench/benchmarks.py, not found at "
-                                f"{path}: run it from a source checkout (pip install -e .).")
-    loaded = sys.modules.get("benchmarks")
-    if loaded is not None and Path(getattr(loaded, "__file__", "")).resolve() == path:
-        return loaded
-    spec = importlib.util.spec_from_file_location("benchmarks", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["benchmarks"] = module  # dataclasses look their module up while the file runs
-    spec.loader.exec_module(module)
-    return module
-
-
-def _report_benchmarks(args: argparse.Namespace) -> None:
-    from ..evaluation.report import write_report
-
-    renderer = _benchmarks_module()
-    if args.inputs:
-        raise ValueError("--benchmarks renders BENCHMARKS.md from its records alone; drop the INPUT arguments.")
-    out = args.out or "BENCHMARKS.md"
-    if args.check:
-        renderer.check(args.benchmarks, out)
-        say(f"{out} is the render of {args.benchmarks}")
-        return
-    # A render replaces the previous one; never a model folder's file or one of the records.
-    write_report(renderer.render_directory(args.benchmarks), out, [args.benchmarks], overwrite=True)
-    say(f"Wrote {out} from {args.benchmarks}")
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -211,11 +163,6 @@ def register(commands: argparse._SubParsersAction) -> None:
                         help="display name for a method (repeatable)")
     report.add_argument("--digits", type=int, default=4, help="decimals (default: 4)")
     report.add_argument("--out", default=None, help="also write the table to this file, a new one unless --overwrite "
-                        "(never inside a model folder or an INPUT; with --benchmarks: the file to write or check, "
-                        "default BENCHMARKS.md, replaced by each render)")
+                        "(never inside a model folder or an INPUT)")
     report.add_argument("--overwrite", action="store_true", help="replace --out when it exists")
-    report.add_argument("--benchmarks", default=None, metavar="DIR", help="render BENCHMARKS.md from the section "
-                        "records in DIR (scripts/bench/results) instead of a table")
-    report.add_argument("--check", action="store_true", help="with --benchmarks: write nothing, exit non-zero when "
-                        "--out differs from the render")
     report.set_defaults(func=_report)

@@ -7,6 +7,7 @@ import os
 import textwrap
 
 from ..model.projection_record import METHOD_NAMES, METHODS, MethodSpec, mode_names
+from ..remote.configuration_dumpembed import PROMPT_MODES
 from . import add_trust_flag
 
 HELP_WIDTH, HELP_INDENT = 114, 18  # the method entries' width and where their text starts
@@ -31,7 +32,7 @@ thresholds of its vectors on the corpus at each selectable k; hf_dumpembed.quant
 precision="int8"|"ubinary"|...) uses them (sentence-transformers' encode(precision=...) would take the ranges
 from each batch).
 
---prompt prompteol|echo (causal LMs) stores a zero-shot prompt the model composes around every text, in
+--prompt {prompt_modes} (causal LMs) stores a zero-shot prompt the model composes around every text, in
 every load path: PromptEOL (template, last token) or ECHO (text twice, mean over the second copy).
 
 Corpus: a .jsonl file (a "text" field, or BEIR title/text), a .txt file (one text per line), a BEIR folder
@@ -65,7 +66,7 @@ def _mode_help() -> str:
 
 DESCRIPTION = _DESCRIPTION.format(
     corpus_methods=_names([m for m in METHODS.values() if m.needs_corpus]), method_lines=_method_lines(),
-    any_k_methods=_names([m for m in METHODS.values() if m.any_k]))
+    any_k_methods=_names([m for m in METHODS.values() if m.any_k]), prompt_modes="|".join(PROMPT_MODES))
 
 
 def _fit(args: argparse.Namespace) -> None:
@@ -122,7 +123,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, default=1999,
                         help="seed of random-truncate / random-project and of the corpus sample (default: 1999)")
     parser.add_argument("--batch-size", type=int, default=32, help="encoding batch size (default: 32)")
-    parser.add_argument("--prompt", choices=["prompteol", "echo"], default=None,
+    parser.add_argument("--prompt", choices=list(PROMPT_MODES), default=None,
                         help="compose a zero-shot prompt inside the model (causal LMs)")
     parser.add_argument("--lm-head", default=None, metavar="PATH",
                         help="EmbedFilter on an untied LM: the original causal-LM folder holding lm_head.weight")

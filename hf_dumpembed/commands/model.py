@@ -6,7 +6,9 @@ import argparse
 from pathlib import Path
 
 from .._utils.console import say
-from ..remote.configuration_dumpembed import POOLING_MODES, ST_POOLING_MODES
+from ..model.backbone import DTYPES
+from ..model.embeddings import INIT_HELP, DumpInit
+from ..remote.configuration_dumpembed import POOLING_MODES, PROMPT_MODES, ST_POOLING_MODES
 from . import add_trust_flag
 
 
@@ -19,6 +21,13 @@ def stock_pooling_modes() -> str:
     """The pooling modes stock sentence-transformers computes, as a phrase: "cls, last (= lasttoken), ... and X"."""
     names = [ours if st == ours else f"{ours} (= {st})" for ours, st in ST_POOLING_MODES.items() if st is not None]
     return ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def init_help() -> str:
+    """``--init``'s help: every init mode with its `INIT_HELP` text, in `DumpInit`'s order."""
+    modes = "; ".join(f"{mode.value}{' (default)' if mode is DumpInit.AUTO else ''} = {INIT_HELP[mode]}"
+                      for mode in DumpInit)
+    return f"[DUMP] row init: {modes}. See BENCHMARKS.md for the measured comparison"
 
 
 def _build(args: argparse.Namespace) -> None:
@@ -130,18 +139,14 @@ def _add_build(commands: argparse._SubParsersAction) -> None:
                        "mean_no_dump leaves them out and needs remote code or the ONNX graph), else cls for encoders "
                        f"and last for decoders. {stock_pooling_modes()} compute what sentence-transformers' Pooling "
                        "does. The choice and the reason are printed and shown in the card")
-    build.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default=None,
+    build.add_argument("--dtype", choices=list(DTYPES), default=None,
                        help="dtype of the backbone's weights in the folder (default: the source's own, e.g. bf16 "
                        "stays bf16); the projection always stays fp32")
     build.add_argument("--normalize", action=argparse.BooleanOptionalAction, default=None,
                        help="L2-normalise the output (default: as the source: a sentence-transformers source "
                        "normalises when its modules end in Normalize; any other backbone normalises)")
-    build.add_argument("--init", choices=["auto", "sep", "mean", "cls", "normal", "token"], default="auto",
-                       help="[DUMP] row init: auto (default) = the measured least harmful start: sep for encoders, "
-                       "normal for decoders; sep = exact copy of [SEP]/EOS, an attention sink; "
-                       "mean = vocabulary mean + "
-                       "small noise; cls = copy of [CLS]/BOS + noise; normal = N(0, 0.02); token = exact copy of "
-                       "--init-token. See BENCHMARKS.md for the measured comparison")
+    build.add_argument("--init", choices=[mode.value for mode in DumpInit], default=DumpInit.AUTO.value,
+                       help=init_help())
     build.add_argument("--init-token", default=None, metavar="TOKEN",
                        help="with --init token: the vocabulary token to copy, spelled as the tokenizer spells it "
                        "(e.g. '.'); `hf-dumpembed analyze --sinks N` lists the tokens the heads attend to most")
@@ -159,7 +164,7 @@ def _add_build(commands: argparse._SubParsersAction) -> None:
     build.add_argument("--match-texts", default=None, metavar="FILE",
                        help="with --match-steps: a UTF-8 file, one text per line (default: docstrings and function "
                        "sources of the running Python's standard library, train-split modules)")
-    build.add_argument("--prompt", choices=["prompteol", "echo"], default=None,
+    build.add_argument("--prompt", choices=list(PROMPT_MODES), default=None,
                        help="zero-shot prompt the model composes around every text (causal LMs; PromptEOL pools "
                             "the last token). `fit --prompt` does the same when fitting a projection")
     build.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")

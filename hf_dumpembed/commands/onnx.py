@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from .._utils.console import say
+from ..export.onnx import OPENVINO_PRECISIONS
 from . import add_trust_flag
 
 DESCRIPTION = """\
@@ -89,7 +90,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--int8-mlp-fp32", action="store_true",
                         help="with --int8: keep each layer's MLP down-projection in fp32 (its input has outliers)")
     parser.add_argument("--openvino", action="store_true", help="also write the OpenVINO IR (openvino/)")
-    parser.add_argument("--precision", choices=["f32", "bf16"], default=None,
+    parser.add_argument("--precision", choices=list(OPENVINO_PRECISIONS), default=None,
                         help="OpenVINO inference precision to check and document (default: f32)")
     parser.add_argument("--calibration", default=None, metavar="PATH",
                         help="with --int8 --openvino: texts to calibrate OpenVINO int8 on (.jsonl/.txt, BEIR folder, "

@@ -41,7 +41,9 @@ from torch import nn
 
 from .._utils.folders import staged_output
 from ..remote import DumpEmbedModel
+from ..remote.configuration_dumpembed import PADDING_SENSITIVE_POOLING
 from ..remote.modeling_dumpembed import counts_positions_from_mask
+from .artefacts import INT8_FILE, MANIFEST_FILE, ONNX_FILE, OPTIMIZED_FILE, OUTPUT_NAME
 from .onnx_optimize import SINGLE_FILE_LIMIT, down_projections, fuse_for_onnxruntime, quantize_int8, session_options
 from .openvino import (
     OPENVINO_DIR,
@@ -57,11 +59,6 @@ from .stock_compat import legacy_tokenizer_config
 
 logger = logging.getLogger(__name__)
 
-ONNX_FILE = "model.onnx"
-OPTIMIZED_FILE = "model_optimized.onnx"
-INT8_FILE = "model_int8.onnx"
-MANIFEST_FILE = "onnx_export.json"
-OUTPUT_NAME = "sentence_embedding"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 OPENVINO_PRECISIONS = ("f32", "bf16")
 OPSET = 18
@@ -214,9 +211,19 @@ def onnxruntime_runner(path: Path) -> Callable[[dict[str, np.ndarray]], np.ndarr
     return lambda batch: session.run([OUTPUT_NAME], batch)[0]
 
 
+def parity_batches(tokenizer, inputs: list[str], pooling: str) -> dict[str, dict[str, np.ndarray]]:
+    """The batches every graph is checked on: `PARITY_TEXTS` right-padded, left-padded too for a pooling that
+    depends on the padding side (`PADDING_SENSITIVE_POOLING`), and the first text alone."""
+    batches = {"right padding": tokenize(tokenizer, PARITY_TEXTS, inputs, "right")}
+    if pooling in PADDING_SENSITIVE_POOLING:
+        batches["left padding"] = tokenize(tokenizer, PARITY_TEXTS, inputs, "left")
+    batches["one text"] = tokenize(tokenizer, PARITY_TEXTS[:1], inputs)
+    return batches
+
+
 def check_parity(name: str, kind: str, run: Callable[[dict[str, np.ndarray]], np.ndarray],
                  batches: dict[str, dict[str, np.ndarray]], references: dict[str, np.ndarray]) -> list[Parity]:
-    """One Parity per batch (right padding, left padding for decoders, a single text); NaN-safe."""
+    """One Parity per batch of `parity_batches`; NaN-safe."""
     results = []
     for side, batch in batches.items():
         results.append(compare(f"{name} ({side})", references[side], run(batch), kind))
@@ -351,10 +358,7 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
     model, tokenizer = load_for_export(model_dir)
     inputs = graph_inputs(model, tokenizer)
     graph = EmbeddingGraph(model, "token_type_ids" in inputs).eval()
-    batches = {"right padding": tokenize(tokenizer, PARITY_TEXTS, inputs, "right")}
-    if model.config.pooling == "last":
-        batches["left padding"] = tokenize(tokenizer, PARITY_TEXTS, inputs, "left")
-    batches["one text"] = tokenize(tokenizer, PARITY_TEXTS[:1], inputs)
+    batches = parity_batches(tokenizer, inputs, model.config.pooling)
     references = {side: torch_vectors(model, batch) for side, batch in batches.items()}
     result = OnnxExport(out_dir=Path(out_dir), inputs=inputs, dimension=int(references["right padding"].shape[1]))
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .artefacts import INT8_FILE, ONNX_FILE, OPTIMIZED_FILE
+
 TEMPLATE = """\
 # ONNX export of `{name}`
 
@@ -20,6 +22,11 @@ Parity with the torch model at export time:
 | graph | max abs difference | min cosine | tolerance | ok |
 |---|---|---|---|---|
 {parity_rows}
+
+Which graph and runtime is fastest depends on the CPU (AVX2 only, AVX-512 VNNI, AVX512-BF16, AMX) and on the text
+length: measure it where you serve with `hf-dumpembed serve-bench path/to/this/folder --model MODEL_FOLDER`, which
+times each runtime on the same batches, checks its vectors against torch, records the table and its recommendation
+in `onnx_export.json` and in a section at the end of this README.
 {prompts_section}
 ## onnxruntime
 
@@ -169,9 +176,9 @@ def render_readme(model_dir: Path, manifest: dict[str, Any], folder: Path, model
     )
     feed = "".join(f'\n    "{name}": np.array([e.{_ENCODING_FIELD[name]} for e in encodings], dtype=np.int64),'
                    for name in inputs) + "\n"
-    int8 = "model_int8.onnx" in files
-    fused = "model_optimized.onnx" in files
-    ort_file = "model_optimized.onnx" if fused else "model.onnx"
+    int8 = INT8_FILE in files
+    fused = OPTIMIZED_FILE in files
+    ort_file = OPTIMIZED_FILE if fused else ONNX_FILE
     openvino = manifest.get("openvino_precision")
     pads = Tokenizer.from_file(str(folder / "tokenizer.json")).padding is not None
     padding_line = "" if pads else f'\ntokenizer.enable_padding(pad_id={pad_id}, pad_token="{pad_token}")'
@@ -187,9 +194,9 @@ def render_readme(model_dir: Path, manifest: dict[str, Any], folder: Path, model
         feed=feed, model_id=model_id or f"local/{model_dir.name}-onnx", torch=manifest["torch"],
         opset=manifest["opset"],
         fused_section=FUSED_SECTION if fused else "",
-        int8_section=INT8_SECTION.format(int8_file="model_int8.onnx", ort_file=ort_file, kept=(
+        int8_section=INT8_SECTION.format(int8_file=INT8_FILE, ort_file=ort_file, kept=(
             "; each layer's MLP down-projection kept in fp32" if manifest.get("int8_fp32_nodes") else ""),
-                                         source=manifest.get("int8_source") or "model.onnx") if int8 else "",
+                                         source=manifest.get("int8_source") or ONNX_FILE) if int8 else "",
         openvino_section=OPENVINO_SECTION.format(
             path=path, precision=openvino, feed=feed, padding_line=padding_line,
             bf16_note=BF16_NOTE if openvino == "bf16" else "", int8_note=_openvino_int8_note(manifest)

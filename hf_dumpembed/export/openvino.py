@@ -15,11 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
+from .artefacts import OPENVINO_DIR, OPENVINO_FILE, OPENVINO_INT8_FILE  # noqa: F401  (their names, as before)
+
 logger = logging.getLogger(__name__)
 
-OPENVINO_DIR = "openvino"
-OPENVINO_FILE = "openvino_model.xml"
-OPENVINO_INT8_FILE = "openvino_model_int8.xml"
 CALIBRATION_SAMPLES = 300  # NNCF's default subset size; a seeded sample of the calibration texts when there are more
 CALIBRATION_SEED = 0
 

@@ -1,13 +1,18 @@
-"""What kind of backbone a transformers config describes: the one rule for "is this a decoder"."""
+"""What kind of backbone a transformers config describes (the one rule for "is this a decoder"), and the dtypes its
+weights can be stored in."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+import torch
 from transformers import PretrainedConfig
 
-_CAUSAL_ARCHITECTURE_SUFFIXES = ("ForCausalLM", "LMHeadModel")
+from ..remote.prefix_cache_dumpembed import _CAUSAL_ARCHITECTURE_SUFFIXES  # the remote code's (self-contained) one
+
+# The dtypes a backbone's weights can be stored in (`build --dtype`, `BuildOptions.dtype`; None: the source's own).
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 def is_decoder_backbone(config: PretrainedConfig | Mapping[str, Any]) -> bool:

@@ -21,7 +21,7 @@ from ..data.assets import embedded_hub_id
 from ..remote import DumpEmbedConfig, DumpEmbedModel
 from ..remote.configuration_dumpembed import POOLING_MODES
 from ..remote.modeling_dumpembed import DumpDense, DumpProjection, backbone_class
-from .backbone import is_decoder_backbone
+from .backbone import DTYPES, is_decoder_backbone
 from .card import write_card
 from .dump_match import DEFAULT_MATCH_MAX_LENGTH, DEFAULT_MATCH_STEPS, match_dump_rows
 from .embeddings import DumpInit, copy_source_token_id, grow_embeddings, init_dump_rows, resolve_init
@@ -44,8 +44,6 @@ Pooling.__doc__ = "Pooling of the backbone's last hidden states (see DumpEmbedCo
 # serve stock modules only). It is level with mean_no_dump after training (BENCHMARKS.md, "stock mean vs
 # mean_no_dump"); `--pooling mean_no_dump` leaves the slots out (remote code or the ONNX graph to serve it).
 MEAN_POOLING_WITH_DUMP = Pooling.MEAN
-# --dtype values: the backbone's weights as stored (None: the source's own dtype).
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 # The sentence each invalid option raises (pydantic checks the types and ranges; see `checked_options`).

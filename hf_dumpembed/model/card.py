@@ -18,19 +18,24 @@ from .._utils.tables import render_markdown
 from ..data.assets import EMBEDDED_MODELS
 from ..remote.configuration_dumpembed import POOLING_DESCRIPTIONS
 from .backbone import is_decoder_folder
+from .embeddings import DumpInit
 from .export_record import check_export_source
 from .exportable import stock_export_blocker
+from .folder_schema import TRAINING_SIDE_FILES as TRAINING_SIDE_FILE_RECORDS
 from .papers import PAPERS
 from .projection_record import AutoRecord, ProjectionInfo, method_text
 
 TEMPLATE = Path(__file__).resolve().parent.parent / "model_cards" / "dumpembed.md"
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 POOLING_TEXT = POOLING_DESCRIPTIONS
-INIT_TEXT = {
-    "mean": "mean of the vocabulary embedding rows plus small Gaussian noise",
-    "cls": "copy of the [CLS]/BOS embedding row plus small Gaussian noise",
-    "normal": "N(0, 0.02)",
-    "sep": "exact copy of the [SEP]/EOS embedding row (an attention sink)",
+# The card's words for each init a folder records (``auto`` is resolved before: `resolve_init`); ``token`` is
+# recorded as ``token:X``, X the copied token.
+INIT_TEXT: dict[DumpInit, str] = {
+    DumpInit.SEP: "exact copy of the [SEP]/EOS embedding row (an attention sink)",
+    DumpInit.MEAN: "mean of the vocabulary embedding rows plus small Gaussian noise",
+    DumpInit.CLS: "copy of the [CLS]/BOS embedding row plus small Gaussian noise",
+    DumpInit.NORMAL: "N(0, 0.02)",
+    DumpInit.TOKEN: "exact copy of the embedding row of the token {token!r}",
 }
 
 
@@ -61,14 +66,20 @@ def check_revision(revision: str, what: str = "--revision") -> str:
     return revision
 
 
+def recorded_init_text(init: str) -> str | None:
+    """`INIT_TEXT` of a recorded init: ``token:X`` names its token; None for a value no init records."""
+    name, colon, token = init.partition(":")
+    texts = {mode.value: text for mode, text in INIT_TEXT.items()}
+    if name not in texts or bool(colon) != (name == DumpInit.TOKEN.value):
+        return None
+    return texts[name].format(token=token) if colon else texts[name]
+
+
 def init_text(dump_init: str | None) -> str | None:
     """The card's words for a ``dump_init`` value (``token:X`` = an exact copy of token X's row; a ``+matchN``
     suffix = the rows then fitted for N steps to reproduce the K = 0 source, `build --match-steps`)."""
     init, _, match_steps = (dump_init or "").partition("+match")
-    if init.startswith("token:"):
-        text = f"exact copy of the embedding row of the token {init.removeprefix('token:')!r}"
-    else:
-        text = INIT_TEXT.get(init)
+    text = recorded_init_text(init)
     if text and match_steps:
         text += (f", then fitted for {match_steps} steps (backbone frozen) so every text token's final state matches "
                  "the model without [DUMP] tokens")
@@ -90,11 +101,7 @@ PROJECTION_FIELDS = {
     "fitted_at": "fitted",
 }
 TRAINING_FIELDS = {"loss": "loss", "steps": "steps", "seed": "seed", "trained_at": "trained"}
-TRAINING_SIDE_FILES = {
-    "config.yaml": "the resolved run configuration",
-    "environment.json": "library versions",
-    "data_files.json": "hashes of the data files",
-}
+TRAINING_SIDE_FILES = {name: text for name, (_, text) in TRAINING_SIDE_FILE_RECORDS.items()}
 
 
 def _read_json(path: Path) -> dict[str, Any]:

@@ -17,28 +17,41 @@ class DumpInit(str, Enum):
     vocabulary token (``init_token``, e.g. "." — the other attention sink Clark et al. found; `hf-dumpembed analyze`
     lists the tokens a model's heads attend to most); ``auto``: the measured least harmful start for the backbone
     kind (`resolve_init`).
+
+    The one definition of the init modes, in ``build --init``'s order: the CLI's choices and help (`INIT_HELP`),
+    `BuildOptions`, the training config's ``model.init`` and the card's texts (`card.INIT_TEXT`) derive from it.
     """
 
     AUTO = "auto"
+    SEP = "sep"
     MEAN = "mean"
     CLS = "cls"
     NORMAL = "normal"
-    SEP = "sep"
     TOKEN = "token"
 
 
 # The untrained start that cost the source least in BENCHMARKS.md ("Untrained [DUMP] models", where the figures
 # are): an exact [SEP] copy for encoders (all-MiniLM-L6-v2); for decoders (SmolLM2-135M-Instruct, which adds no
 # BOS, so the [DUMP] slots sit where the attention sink is) small N(0, 0.02) rows.
-ENCODER_INIT = "sep"
-DECODER_INIT = "normal"
+ENCODER_INIT = DumpInit.SEP
+DECODER_INIT = DumpInit.NORMAL
+# Each mode in `build --init`'s help.
+INIT_HELP: dict[DumpInit, str] = {
+    DumpInit.AUTO: f"the measured least harmful start: {ENCODER_INIT.value} for encoders, {DECODER_INIT.value} for "
+                   "decoders",
+    DumpInit.SEP: "exact copy of [SEP]/EOS, an attention sink",
+    DumpInit.MEAN: "vocabulary mean + small noise",
+    DumpInit.CLS: "copy of [CLS]/BOS + noise",
+    DumpInit.NORMAL: "N(0, 0.02)",
+    DumpInit.TOKEN: "exact copy of --init-token",
+}
 
 
 def resolve_init(init: DumpInit | str, decoder: bool) -> DumpInit:
     """``auto`` -> the measured default for encoders or decoders; any other init unchanged."""
     init = DumpInit(init)
     if init is DumpInit.AUTO:
-        return DumpInit(DECODER_INIT if decoder else ENCODER_INIT)
+        return DECODER_INIT if decoder else ENCODER_INIT
     return init
 
 
@@ -94,8 +107,10 @@ def init_dump_rows(
                 "use init='mean' or init='normal'."
             )
         rows = weight[first_token_id].double()[None, :] + noise
-    else:
+    elif init is DumpInit.NORMAL:
         rows = torch.randn(len(dump_ids), weight.shape[1], generator=generator, dtype=torch.float64) * 0.02
+    else:
+        raise ValueError(f"init={init.value!r} has no row rule; resolve 'auto' first (`resolve_init`).")
     weight[dump_ids] = rows.to(weight.dtype)
 
 

@@ -66,7 +66,6 @@ LEGACY_DENSE_KEYS = ("in_features", "out_features", "bias", "activation_function
 # The only Dense activation a stock export writes (a linear map: the folded source Dense and the projection).
 DENSE_ACTIVATION = "torch.nn.modules.linear.Identity"
 ST_MODEL_CONFIG_KEYS = ("__version__", "default_prompt_name", "model_type", "prompts", "similarity_fn_name")
-SIMILARITY_FUNCTIONS = ("cosine", "dot", "euclidean", "manhattan")
 STOCK_ST_CONFIG_KEYS = {"max_seq_length": int, "do_lower_case": bool}
 # Rotary settings a stock export's config.json repeats for transformers 4.x (5.x folds them into rope_parameters;
 # hf_dumpembed.export.stock_compat.legacy_backbone_config writes them).
@@ -295,6 +294,8 @@ def _is_str_map(value: Any) -> bool:
 
 def check_st_model_config(folder: Path, rel: str, shape: FolderShape) -> list[Deviation]:
     """config_sentence_transformers.json: versions, prompts, the default prompt name and the similarity only."""
+    from ..remote.configuration_dumpembed import SIMILARITY_FUNCTIONS  # the one list (the remote config checks it)
+
     config, found = _object(folder, rel)
     if config is None:
         return found
@@ -380,9 +381,14 @@ ROOT_FILES = (
     FileRule(r"\.cache/huggingface/(\.gitignore|download/[A-Za-z0-9_./-]+\.(metadata|lock))",
              "huggingface_hub's record of a download into this folder"),
 )
+# The side files `train` writes under a trained folder's training/: name -> (format, what it holds). The schema, the
+# card and push's staging checks read them from here.
+TRAINING_SIDE_FILES = {"config.yaml": ("yaml", "the resolved run configuration"),
+                       "environment.json": ("json", "library versions"),
+                       "data_files.json": ("json", "hashes of the data files")}
 DUMPEMBED_FILES = (
     *(FileRule(re.escape(name), "hf_dumpembed's remote code (`remote_set_deviations`)") for name in REMOTE_FILE_NAMES),
-    FileRule(r"training/(config\.yaml|environment\.json|data_files\.json)", "the training record (`train`)"),
+    FileRule(f"training/({'|'.join(map(re.escape, TRAINING_SIDE_FILES))})", "the training record (`train`)"),
 )
 STOCK_FILES = (
     FileRule("dumpembed_export.json", "the export's record of its DumpEmbed source", check_json_object),

@@ -65,7 +65,8 @@ OPTION_RULES = {
     "mode": OptionRule("mode (--mode)"),
 }
 
-SPECTEMP_MODES = (
+# SpecTemp's γ(k) rules: the one definition of its modes (`FitOptions`' names, `fit --mode`, the card's texts).
+SPECTEMP_MODE_SPECS = (
     ModeSpec("reference", "SpecTemp, reference mode (the paper's rule): PCA with spectral tempering, eigenvalue "
              "exponent γ(k) set from the SNR knee of the spectrum", "the paper's rule"),
     ModeSpec("robust", "SpecTemp, robust mode (ours): PCA with spectral tempering, eigenvalue exponent γ(k) set from "
@@ -89,7 +90,7 @@ _METHODS = (
                "text; no labels; --pseudo-queries N of them); --mode reference: the paper's rule, γ(k) from the SNR "
                "knee of the spectrum; --mode robust (ours): the same rule with a steadier knee. OUT's "
                'config.projection_info["mode"] and its card name the mode',
-               options=frozenset({"mode", "robust"}), modes=SPECTEMP_MODES, default_mode="auto",
+               options=frozenset({"mode", "robust"}), modes=SPECTEMP_MODE_SPECS, default_mode="auto",
                paper="spectemp_2026", **_SPECTRAL),
     MethodSpec("embedfilter", "EmbedFilter: the middle band of the unembedding matrix's spectrum (edge directions "
                "removed)", "middle band of the causal LM's unembedding spectrum: m = d // --ratio (default 2) or --dim",

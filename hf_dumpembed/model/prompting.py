@@ -7,15 +7,15 @@ from typing import Any
 
 from transformers import PreTrainedTokenizerBase
 
+from ..remote.configuration_dumpembed import PROMPT_MODES
 from .backbone import is_decoder_backbone
 
+# The prompt modes, derived from their one definition in the remote config (the model composes them; its config
+# validates ``prompt_mode`` against it): PromptMode.PROMPTEOL == "prompteol", PromptMode.ECHO == "echo".
+PromptMode = Enum("PromptMode", {mode.upper(): mode for mode in PROMPT_MODES}, type=str)
+PromptMode.__doc__ = "A zero-shot prompt the model composes around every text (DumpEmbedConfig's `prompt_mode`)."
 
-class PromptMode(str, Enum):
-    PROMPTEOL = "prompteol"
-    ECHO = "echo"
-
-
-# Zero-shot prompt templates the EmbedFilter authors' code composes with ({text} is the input).
+# Zero-shot prompt templates the EmbedFilter authors' code composes with ({text} is the input); one per mode.
 PROMPT_TEMPLATES = {
     PromptMode.PROMPTEOL: 'Summarize the sentence: "{text}" in one word:"',
     PromptMode.ECHO: "Rewrite the following paragraph: {text}. The rewritten paragraph: {text}",

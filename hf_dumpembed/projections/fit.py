@@ -31,7 +31,7 @@ from .corpus import Corpus, read_corpus
 from .encode import encode_corpus, encode_texts
 from .maths.pseudo_queries import PseudoQueries, build_pseudo_queries, check_pseudo_queries
 from .methods.common import FitContext, FittedProjection, PseudoSet
-from .options import DEFAULT_SPECTEMP_MODE, SPECTEMP_MODES, FitOptions, Method  # noqa: F401 - re-exported
+from .options import DEFAULT_SPECTEMP_MODE, SPECTEMP_MODE_NAMES, FitOptions, Method  # noqa: F401 - re-exported
 from .registry import fitter
 from .writer import provenance
 from .writer import write_folder as _write_folder

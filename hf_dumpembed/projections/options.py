@@ -17,12 +17,12 @@ from .maths.pseudo_queries import DEFAULT_MAX_PAIRS
 
 # The methods as an enum (``FitOptions.method``), generated from the vocabulary.
 Method = Enum("Method", {name.upper().replace("-", "_"): name for name in METHOD_NAMES}, type=str)  # type: ignore[misc]
-SPECTEMP_MODES = METHODS["spectemp"].mode_names
+SPECTEMP_MODE_NAMES = METHODS["spectemp"].mode_names  # the names of the vocabulary's SpecTemp modes
 DEFAULT_SPECTEMP_MODE = METHODS["spectemp"].default_mode
 # Sentences for the fields whose type and range read better as one (the others: `checked.complaint`'s words).
 _OPTION_MESSAGES = {
     "dim": "dim must be a positive integer; got {value!r}.",
-    "mode": f"mode must be one of {SPECTEMP_MODES}; got {{value!r}}.",
+    "mode": f"mode must be one of {SPECTEMP_MODE_NAMES}; got {{value!r}}.",
 }
 _AtLeastOne = Annotated[StrictInt, Field(ge=1)]
 

@@ -28,10 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from ..model.folder_schema import TRAINING_SIDE_FILES as TRAINING_SIDE_FILE_RECORDS
 from .secret_bytes import ByteFinding, path_findings, redact, scan_bytes, scan_stream
 
 # Side files the trainer writes under training/ (name -> content type); nothing else is published there.
-TRAINING_SIDE_FILES = {"config.yaml": "yaml", "environment.json": "json", "data_files.json": "json"}
+TRAINING_SIDE_FILES = {name: kind for name, (kind, _) in TRAINING_SIDE_FILE_RECORDS.items()}
 SAFETENSORS_DTYPES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "I16": 2, "U16": 2, "F16": 2,
                       "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8, "C64": 8}
 MAX_HEADER_BYTES = 100 * 2**20  # the safetensors format's own limit

@@ -41,9 +41,10 @@ from .summary import plot_losses, plot_results, results_table, training_losses, 
 logger = logging.getLogger(__name__)
 
 SHORTCUT_TOLERANCE = 1e-5
-# The SpecTemp rows of the table: "spectemp" is `fit`'s default (auto mode), the folder the card, the load-path check
-# and the dry-run push use; "spectemp-reference" is the paper's rule at the same k, fitted from the same encoding pass.
-SPECTEMP_MODES = {"spectemp": "auto", "spectemp-reference": "reference"}
+# The SpecTemp rows of the table, folder -> the SpecTemp mode fitted into it: "spectemp" is `fit`'s default (auto
+# mode), the folder the card, the load-path check and the dry-run push use; "spectemp-reference" is the paper's rule
+# at the same k, fitted from the same encoding pass.
+SPECTEMP_FOLDER_MODES = {"spectemp": "auto", "spectemp-reference": "reference"}
 
 
 def training_config(backbone: str, k: int, data: Path, output: Path, budget: Budget, seed: int,
@@ -113,7 +114,7 @@ class Quickstart:
         steps, so a run can be resumed with it)."""
         return {"budget": self.budget.__dict__, "num_dump_tokens": self.k, "encoder": self.encoder,
                 "tasks": list(self.options.eval_tasks), "seed": self.options.seed,
-                "spectemp_modes": dict(SPECTEMP_MODES)}
+                "spectemp_modes": dict(SPECTEMP_FOLDER_MODES)}
 
     def encoder_rows(self) -> list[Row]:
         k, dim, f = self.k, self.budget.projection_dim, self.folders
@@ -160,7 +161,8 @@ class Quickstart:
         # without matplotlib (the quickstart's other plots are skipped the same way)
         shared = {"dim": b.projection_dim, "max_texts": b.fit_max_texts, "seed": 1999,
                   "progress": self.options.progress, "plots": plots_available()}
-        targets = {f[name]: FitOptions(method="spectemp", mode=mode, **shared) for name, mode in SPECTEMP_MODES.items()}
+        targets = {f[name]: FitOptions(method="spectemp", mode=mode, **shared)
+                   for name, mode in SPECTEMP_FOLDER_MODES.items()}
         fit_projections(f[f"k{k}"], {**targets, f["pca"]: FitOptions(method="pca", **shared)},
                         corpus=self.options.data_folder / TRAIN_COLLECTION, overwrite=True)
 

@@ -36,7 +36,8 @@ def results_table(results: list[RowResult], tasks: list[str], baseline: str | No
 
 def write_summary(path: Path, payload: dict[str, Any], results: list[RowResult], tasks: list[str],
                   steps: list[StepRecord]) -> Path:
-    """`summary.json`: settings, machine, per-row scores and timings (read by `report --benchmarks`)."""
+    """`summary.json`: settings, machine, per-row scores and timings (BENCHMARKS.md renders it as a section:
+    `scripts/bench/benchmarks.py render`)."""
     payload = dict(payload)
     payload["tasks"] = tasks
     payload["rows"] = [

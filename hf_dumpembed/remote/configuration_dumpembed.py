@@ -61,7 +61,14 @@ POOLING_DESCRIPTIONS: dict[str, str] = {
     "weightedmean": "position-weighted mean",
     "mean_no_dump": "mean over every token except the [DUMP] slots",
 }
+# The modes whose pooling finds where each row's real tokens sit, so that left and right padding run it on different
+# positions: cls reads the first real token, last the last one, weightedmean weighs positions counted from the first,
+# mean_no_dump leaves out the [DUMP] slots after it. The others (masked sums and maxima) read every real token alike.
+# The ONNX export checks these modes under both padding sides.
+PADDING_SENSITIVE_POOLING: frozenset[str] = frozenset({"cls", "last", "weightedmean", "mean_no_dump"})
 SIMILARITY_FUNCTIONS = ("cosine", "dot", "euclidean", "manhattan")
+# The one definition of the zero-shot prompt modes `compose_prompt` builds: the package's `PromptMode` and the CLI's
+# --prompt choices derive from it.
 PROMPT_MODES = ("prompteol", "echo")
 
 

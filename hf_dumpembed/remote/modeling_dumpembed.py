@@ -45,6 +45,9 @@ class DumpEmbedOutput(ModelOutput):
 
 # How a fitted projection is recomposed for another output dimension k at load time (projection_info["selection"]).
 SELECTIONS = ("spectral", "band", "prefix", "auto")
+# The `hf-dumpembed fit` methods whose folders store a selection (their map is recomposed for any k at load time),
+# named by the errors about a fixed dimension: the package vocabulary's any-k methods (a test ties the two lists).
+ANY_K_METHODS = ("spectemp", "pca", "whiten", "gamma", "embedfilter", "truncate")
 SPECTRAL_EPS = 1e-6
 # Auto mode's stored route codes (the ``routes`` buffer): index -> map used at that k.
 AUTO_ROUTES = ("centred", "uncentred", "prefix")
@@ -142,7 +145,7 @@ class DumpProjection(nn.Module):
         raise ValueError(
             "this model's projection stores no spectrum, so its output dimension is fixed at "
             f"{self.matrix.shape[1]}; refit it with the wanted dimension (hf-dumpembed fit --dim K) or with a "
-            "method that supports load-time dimensions (spectemp, pca, whiten, gamma, embedfilter, truncate)."
+            f"method that supports load-time dimensions ({', '.join(ANY_K_METHODS)})."
         )
 
     def recompose(self, k: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -476,7 +479,7 @@ class DumpEmbedModel(PrefixCacheMixin, DumpEmbedPreTrainedModel):
             raise ValueError(
                 f"projection_dim={config.projection_dim} was asked for, but this model's projection has a fixed "
                 f"output dimension {stored_dim} (method {info.get('method', 'identity')!r} stores no spectrum). "
-                "Fit a projection with `hf-dumpembed fit` (spectemp, pca, whiten, gamma, embedfilter, truncate) "
+                f"Fit a projection with `hf-dumpembed fit` ({', '.join(ANY_K_METHODS)}) "
                 "to choose the dimension at load time."
             )
         self.pooled_dense = DumpDense(config.hidden_size, config.embedding_size) if config.dense_layers else None
@@ -511,7 +514,7 @@ class DumpEmbedModel(PrefixCacheMixin, DumpEmbedPreTrainedModel):
             raise ValueError(
                 "the checkpoint's projection has another output dimension than the projection_dim asked for, and "
                 "stores no spectrum to recompose it (no fitted projection_info). Load it without projection_dim, "
-                "or fit a projection with `hf-dumpembed fit` (spectemp, pca, whiten, gamma, embedfilter, truncate) "
+                f"or fit a projection with `hf-dumpembed fit` ({', '.join(ANY_K_METHODS)}) "
                 "to choose the dimension at load time."
             )
         check_loading_info(info)

@@ -20,11 +20,12 @@ from pydantic import BeforeValidator, ConfigDict, Field, StrictBool, StrictFloat
 from pydantic import ValidationError as _PydanticError
 
 from .._utils.checked import complaint
+from ..model.embeddings import DumpInit
 from ..remote.configuration_dumpembed import POOLING_MODES
 
 DATA_FORMATS = ("auto", "jsonl", "hf", "beir", "rlhn", "mldr")
 LOSSES = ("cached_mnrl", "mnrl")
-PRECISIONS = ("auto", "bf16", "fp32")
+TRAINING_PRECISIONS = ("auto", "bf16", "fp32")  # training.precision (quantization.PRECISIONS are output precisions)
 EMBEDDED_BACKBONES = {"embedded:encoder": "default_encoder_path", "embedded:decoder": "default_decoder_path"}
 # pydantic checks each YAML section against these dataclasses: unknown keys are refused, scalars are not coerced
 # (an integer is accepted where a number is expected), strings are non-empty, ranges are the fields' own, and an
@@ -38,6 +39,8 @@ _NonNegativeNumber = Annotated[StrictFloat, Field(ge=0)]
 
 # build --pooling, with "auto" (the source's own); the modes are defined once, in the remote config.
 PoolingChoice = Literal[("auto", *POOLING_MODES)]  # type: ignore[valid-type]
+# build --init: the [DUMP] init modes, defined once as `DumpInit` (plain strings here, as the YAML holds them).
+InitChoice = Literal[tuple(mode.value for mode in DumpInit)]  # type: ignore[valid-type]
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,7 @@ class DataConfig:
     __pydantic_config__: ClassVar[ConfigDict] = _SCHEMA
 
     path: StrictStr
-    format: Literal["auto", "jsonl", "hf", "beir", "rlhn", "mldr"] = "auto"
+    format: Literal[DATA_FORMATS] = "auto"  # type: ignore[valid-type]
     name: StrictStr | None = None
     split: StrictStr = "train"
     columns: dict[StrictStr, StrictStr] | None = None
@@ -109,7 +112,7 @@ class ModelConfig:
     init_from: StrictStr | None = None
     num_dump_tokens: _Count = 4
     pooling: PoolingChoice | None = "auto"
-    init: Literal["auto", "sep", "mean", "cls", "normal", "token"] = "auto"
+    init: InitChoice = DumpInit.AUTO.value
     init_token: StrictStr | None = None
     init_seed: StrictInt = 0
     match_steps: StrictInt | None = None
@@ -122,7 +125,7 @@ class HyperParameters:
 
     __pydantic_config__: ClassVar[ConfigDict] = _SCHEMA
 
-    loss: Literal["cached_mnrl", "mnrl"] = "cached_mnrl"
+    loss: Literal[LOSSES] = "cached_mnrl"  # type: ignore[valid-type]
     scale: _PositiveNumber = 20.0
     batch_size: _Positive = 256  # per device; the global batch is batch_size x world size
     mini_batch_size: _Positive | None = None  # GradCache chunk; None = min(32, batch_size)
@@ -133,7 +136,7 @@ class HyperParameters:
     lr_scheduler: StrictStr = "linear"
     epochs: _PositiveNumber = 1.0
     max_steps: _Positive | None = None
-    precision: Literal["auto", "bf16", "fp32"] = "auto"
+    precision: Literal[TRAINING_PRECISIONS] = "auto"  # type: ignore[valid-type]
     gradient_checkpointing: StrictBool = False
     gather_across_devices: StrictBool = True
     no_duplicates: StrictBool = True

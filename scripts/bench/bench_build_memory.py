@@ -22,13 +22,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import date
 from pathlib import Path
 
-from benchmarks import Table, command_line, write_record
-
-from hf_dumpembed._utils.console import say
-from hf_dumpembed._utils.machine import machine_info
+from benchmarks import Table, finish_run, say
 
 VARIANTS = ("fp32", "bf16")
 
@@ -99,11 +95,10 @@ def main() -> None:
                            "wall s (median)": 1},
                   notes=f"{args.repeats} repeats, rotated order, each build a fresh process; 1-min load average at "
                         f"the start: {load:.2f}.")
-    write_record("build-memory", tables=[table], command=command_line(), machine=machine_info(),
-                 date=date.today().isoformat(), order=71,
-                 title="`build` memory: one copy of the weights, in the source's dtype",
-                 setup="`hf-dumpembed build SOURCE OUT --dump-tokens 4` (a decoder: no [DUMP]-row match) on the "
-                       "embedded SmolLM2-135M-Instruct as a normal transformers folder (fp32) and a bf16 copy of it.")
+    finish_run("build-memory", [table], title="`build` memory: one copy of the weights, in the source's dtype",
+               order=71, add_command=True,
+               setup="`hf-dumpembed build SOURCE OUT --dump-tokens 4` (a decoder: no [DUMP]-row match) on the "
+                     "embedded SmolLM2-135M-Instruct as a normal transformers folder (fp32) and a bf16 copy of it.")
 
 
 if __name__ == "__main__":

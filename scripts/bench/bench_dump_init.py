@@ -25,10 +25,11 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-from benchmarks import Table, command_line, relative_change, render_table, write_record
+from benchmarks import Table, finish_run, relative_change, render_table
 from tqdm.auto import tqdm
 
 from hf_dumpembed.data.corpora import EVAL_COLLECTIONS, TRAIN_COLLECTION
+from hf_dumpembed.model.prompting import PROMPT_MODES
 
 logger = logging.getLogger("bench_dump_init")
 TASKS = EVAL_COLLECTIONS
@@ -170,7 +171,7 @@ def main() -> None:
     parser.add_argument("--backbone", choices=["encoder", "decoder"], default="encoder",
                         help="the embedded all-MiniLM-L6-v2, or SmolLM2-135M-Instruct (last-token pooling, on "
                         "samples of the collections: --max-queries / --max-documents)")
-    parser.add_argument("--prompt", choices=["prompteol", "echo"], default=None, help="decoders: zero-shot prompt")
+    parser.add_argument("--prompt", choices=PROMPT_MODES, default=None, help="decoders: zero-shot prompt")
     parser.add_argument("--max-queries", type=int, default=100)
     parser.add_argument("--max-documents", type=int, default=300)
     parser.add_argument("--match-steps", type=int, default=0,
@@ -215,20 +216,15 @@ def main() -> None:
     sys.stdout.write(render_table(result) + "\n")
     (out / "table.md").write_text(render_table(result) + "\n")
     if not args.no_record:
-        from datetime import date
-
-        from hf_dumpembed._utils.machine import machine_info
-
         section = "dump-init" if not decoder else "dump-init-decoder"
         section += "-match" if args.match_steps else ""
         section += "-ontop" if args.dump_on_top else ""
         order = 48 if args.dump_on_top else 47 if args.match_steps else (46 if decoder else 45)
-        write_record(section, tables=[result], command=command_line(), order=order, machine=machine_info(),
-                     date=date.today().isoformat(),
-                     title="Untrained [DUMP] models: initialisation x pooling (K = 4 vs K = 0)"
-                     + (" — SmolLM2-135M-Instruct" if decoder else "")
-                     + (" — [DUMP] rows matched to K = 0" if args.match_steps else "")
-                     + (", [DUMP] tokens on top of the text" if args.dump_on_top else ""))
+        finish_run(section, [result], order=order, add_command=True,
+                   title="Untrained [DUMP] models: initialisation x pooling (K = 4 vs K = 0)"
+                   + (" — SmolLM2-135M-Instruct" if decoder else "")
+                   + (" — [DUMP] rows matched to K = 0" if args.match_steps else "")
+                   + (", [DUMP] tokens on top of the text" if args.dump_on_top else ""))
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 import torch
-from benchmarks import Table, command_line, relative_change, render_table, write_record
+from benchmarks import Table, finish_run, relative_change, render_table
 
 from hf_dumpembed.data.corpora import EVAL_COLLECTIONS, TRAIN_COLLECTION
 
@@ -298,16 +298,10 @@ def main() -> None:
         tables.append(table(metrics, [v for v in args.variants if VARIANTS[v][0] > 0], args.seeds, runs, args.against))
     sys.stdout.write("\n\n".join(render_table(t) for t in tables) + "\n")
     if args.section:
-        from datetime import date
-
-        from hf_dumpembed._utils.machine import machine_info
-
         budget = f"{args.rows} rows" if args.rows else "one epoch"
         budget += f" x {args.epochs} epochs" if args.epochs > 1 else ""
-        machine = machine_info() if args.machine is None else args.machine
         title = args.title or f"Training with [DUMP] tokens: K = 4 candidates vs K = 0, paired seeds ({budget})"
-        write_record(args.section, tables=tables, command=command_line(), order=args.order, machine=machine,
-                     date=date.today().isoformat(), title=title)
+        finish_run(args.section, tables, title=title, order=args.order, add_command=True, machine=args.machine)
 
 
 if __name__ == "__main__":

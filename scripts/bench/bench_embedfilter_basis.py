@@ -22,10 +22,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from benchmarks import Table, command_line, write_record
+from benchmarks import Table, finish_run, record_only, say
 
-from hf_dumpembed._utils.console import say
-from hf_dumpembed._utils.machine import machine_info
 from hf_dumpembed.projections.maths.band_basis import band_size, gram_basis, svd_basis
 from hf_dumpembed.projections.maths.reference_maps import embedfilter_map
 
@@ -56,9 +54,7 @@ def main() -> None:
     parser.add_argument("--record-only", action="store_true",
                         help="measure nothing: rewrite the section record's table from the --output JSON")
     args = parser.parse_args()
-    if args.record_only:
-        result = json.loads(args.output.read_text())
-        write_record(SECTION, tables=record_tables(result), date=result["date"], title=TITLE, order=ORDER)
+    if record_only(args, SECTION, record_tables, TITLE, ORDER):
         return
     torch.set_num_threads(args.threads)
     rng = np.random.default_rng(0)
@@ -88,11 +84,8 @@ def main() -> None:
               "svd_median_s": statistics.median(svd_times),
               "svd_over_gram": statistics.median(svd_times) / statistics.median(gram_times),
               "max_projector_difference": agreement}
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(result, indent=2))
-    say(json.dumps(result, indent=2))
-    write_record(SECTION, tables=record_tables(result), commands=[command_line()], machine=machine_info(),
-                 date=result["date"], title=TITLE, order=ORDER)
+    finish_run(SECTION, record_tables(result), title=TITLE, order=ORDER, output=args.output, result=result,
+               summary=json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":

@@ -15,53 +15,21 @@ It writes its BENCHMARKS.md section record (scripts/bench/results/encode.json) w
 from __future__ import annotations
 
 import argparse
-import ast
-import json
 import platform
 import statistics
-import sysconfig
 import tempfile
 import time
-from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
 
 import torch
-from benchmarks import Table, add_output_arguments, command_line, record_only, render_table, write_record
+from benchmarks import Table, add_output_arguments, finish_run, record_only, say
 from sentence_transformers import SentenceTransformer
 
-from hf_dumpembed._utils.machine import machine_info
 from hf_dumpembed.data.assets import default_encoder_path
+from hf_dumpembed.data.sample_texts import stdlib_docstrings
 from hf_dumpembed.export.stock import export_stock_st
 from hf_dumpembed.model.builder import BuildOptions, build
-
-
-def stdlib_functions() -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
-    """(file source, function node) for every function of the stdlib's top-level modules, in sorted file order."""
-    for path in sorted(Path(sysconfig.get_paths()["stdlib"]).glob("*.py")):
-        try:
-            source = path.read_text(encoding="utf-8")
-            tree = ast.parse(source)
-        except (SyntaxError, UnicodeDecodeError):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                yield source, node
-
-
-def stdlib_docstrings(limit: int) -> list[str]:
-    """First paragraphs of function docstrings from the stdlib, in sorted file order (deterministic)."""
-    texts: list[str] = []
-    for _, node in stdlib_functions():
-        doc = ast.get_docstring(node)
-        if doc:
-            paragraph = " ".join(doc.split("\n\n")[0].split())
-            if len(paragraph) > 20:
-                texts.append(paragraph)
-                if len(texts) == limit:
-                    break
-    return texts
-
 
 SECTION, ORDER, TITLE = "encode", 10, "Encode throughput: DumpEmbed vs vanilla sentence-transformers"
 
@@ -120,15 +88,10 @@ def main() -> None:
         "threads": args.threads, "texts": len(texts), "repeats": args.repeats, "batch_size": args.batch_size,
         "mean_tokens_k0": mean_length, "expected_ratio_k4": 1 + 4 / mean_length, "rows": rows,
     }
-    if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(json.dumps(result, indent=2))
-    write_record(SECTION, tables=record_tables(result), commands=[command_line()], machine=machine_info(),
-                 date=result["date"], title=TITLE, order=ORDER)
-    print(f"{len(texts)} stdlib docstrings, mean {mean_length:.1f} tokens with K=0 specials; "  # noqa: T201
-          f"{args.repeats} repeats, batch {args.batch_size}, {args.threads} threads")
-    print(render_table(record_tables(result)[0]))  # noqa: T201
-    print(f"Expected K=4 overhead from sequence length alone: ×{result['expected_ratio_k4']:.3f}")  # noqa: T201
+    finish_run(SECTION, record_tables(result), title=TITLE, order=ORDER, output=args.output, result=result,
+               summary=f"{len(texts)} stdlib docstrings, mean {mean_length:.1f} tokens with K=0 specials; "
+                       f"{args.repeats} repeats, batch {args.batch_size}, {args.threads} threads", show=True)
+    say(f"Expected K=4 overhead from sequence length alone: ×{result['expected_ratio_k4']:.3f}")
 
 
 if __name__ == "__main__":

@@ -32,9 +32,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from benchmarks import Table, command_line, write_record
-
-from hf_dumpembed._utils.console import say
+from benchmarks import Table, finish_run, save_results, say
 
 BATCH = 16384
 
@@ -177,17 +175,14 @@ def record_tables(series: dict | None, in_proc: dict | None) -> list[Table]:
 
 
 def write_section(series_path: Path, in_process_path: Path, fresh: bool) -> None:
-    from hf_dumpembed._utils.machine import machine_info
-
     series = json.loads(series_path.read_text()) if series_path.is_file() else None
     in_proc = json.loads(in_process_path.read_text()) if in_process_path.is_file() else None
     if series and "in_process" in series:
         in_proc = series["in_process"]
     if not series and not in_proc:
         raise SystemExit(f"no results to record: neither {series_path} nor {in_process_path} exists.")
-    run = ({"command": command_line(), "machine": machine_info(), "date": date.today().isoformat()} if fresh
-           else {"date": (series or {}).get("date")})
-    write_record(SECTION, tables=record_tables(series, in_proc), title=TITLE, order=ORDER, **run)
+    finish_run(SECTION, record_tables(series, in_proc), title=TITLE, order=ORDER, measured=fresh, add_command=fresh,
+               date=None if fresh else (series or {}).get("date"))
 
 
 def main() -> None:
@@ -221,7 +216,7 @@ def main() -> None:
     make_data(args.data, max(args.rows, args.in_process_rows), args.dim)
     if args.rows == 0:  # only the in-process comparison
         result = in_process(args.data, args.in_process_rows, args.dim, args.k, args.repeats)
-        args.output.write_text(json.dumps(result, indent=2))
+        save_results(args.output, result)
         say(json.dumps(result["median_s"]) + f"  ours/floor64 {result['ours_over_floor64']:.3f}")
         write_section(args.series_json, args.output, fresh=True)
         return
@@ -234,7 +229,7 @@ def main() -> None:
                                       args.dim, args.k, args.repeats, args.threads))
     if args.in_process_rows:
         results["in_process"] = in_process(args.data, args.in_process_rows, args.dim, args.k, args.repeats)
-    args.output.write_text(json.dumps(results, indent=2))
+    save_results(args.output, results)
     for run in results["runs"]:
         say(f"rows={run['rows']}")
         for m, s in run["median_s"].items():

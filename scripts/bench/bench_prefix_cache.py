@@ -29,11 +29,11 @@ from datetime import date
 from pathlib import Path
 
 import torch
-from bench_encode import stdlib_docstrings
-from benchmarks import Table, add_output_arguments, finish_timing_run, record_only
+from benchmarks import Table, add_output_arguments, finish_run, record_only
 from sentence_transformers import SentenceTransformer
 
 from hf_dumpembed.data.assets import default_decoder_path
+from hf_dumpembed.data.sample_texts import stdlib_docstrings
 from hf_dumpembed.model.builder import BuildOptions, build
 
 SECTION, ORDER, TITLE = "prefix-cache", 12, "Prefix caching: SmolLM2 K = 4 cached vs K = 0, PromptEOL cached vs not"
@@ -161,9 +161,12 @@ def main() -> None:
         return
     torch.set_num_threads(args.threads)
     result = measure(args)
-    finish_timing_run(args, SECTION, result, record_tables, title=TITLE, order=ORDER,
-                      summary=f"{args.texts} texts per length, {args.repeats} repeats, batch {args.batch_size}, "
-                              f"{args.threads} threads")
+    finish_run(SECTION, record_tables(result), title=TITLE, order=ORDER,
+               load_average=result["load_average_before"], load_average_after=result["load_average_after"],
+               output=args.output, result=result, record=not args.no_record, show=True,
+               summary=f"{args.texts} texts per length, {args.repeats} repeats, batch {args.batch_size}, "
+                       f"{args.threads} threads")
+
 
 if __name__ == "__main__":
     main()

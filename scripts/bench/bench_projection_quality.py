@@ -30,9 +30,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from benchmarks import Table, command_line, write_record
+from benchmarks import Table, finish_run, save_results, say
 
-from hf_dumpembed._utils.console import say
 from hf_dumpembed.data.beir import document_text, load_beir
 from hf_dumpembed.data.corpora import EVAL_COLLECTIONS, TRAIN_COLLECTION
 from hf_dumpembed.evaluation import retrieval_metrics
@@ -217,14 +216,11 @@ def decoder_table(part: dict) -> Table:
 
 def write_records(results: dict, parts: tuple[str, ...], fresh: bool) -> None:
     """The sections of the parts in ``results``; a fresh run also records its command and machine."""
-    from hf_dumpembed._utils.machine import machine_info
-
-    run = {"commands": [command_line()], "machine": machine_info()} if fresh else {}
     for part, (section, order, title), make in (("encoder", ENCODER_SECTION, encoder_table),
                                                 ("decoder", DECODER_SECTION, decoder_table)):
         if part in parts and part in results:
-            write_record(section, tables=[make(results[part])], date=results["date"], title=title, order=order,
-                         **run)
+            finish_run(section, [make(results[part])], title=title, order=order, measured=fresh,
+                       date=results["date"])
 
 
 def main() -> None:
@@ -255,9 +251,7 @@ def main() -> None:
         results["encoder"] = encoder_part(args)
     if args.decoder or args.decoder_only:
         results["decoder"] = decoder_part(args)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(results, indent=2))
-    say(f"Wrote {args.output}")
+    save_results(args.output, results)
     parts = (() if args.decoder_only else ("encoder",)) + (("decoder",) if args.decoder or args.decoder_only else ())
     write_records(results, parts, fresh=True)
 

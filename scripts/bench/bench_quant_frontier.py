@@ -41,9 +41,8 @@ import bench_projection_quality as quality
 import numpy as np
 import torch
 from bench_spectemp_auto import timed_encode
-from benchmarks import Table, command_line, write_record
+from benchmarks import Table, finish_run, save_results, say
 
-from hf_dumpembed._utils.console import say
 from hf_dumpembed.evaluation.metrics import metrics_from_results
 from hf_dumpembed.model.quantization import bytes_per_vector
 from hf_dumpembed.projections import calibration
@@ -251,20 +250,15 @@ def ablation_table(results: dict) -> Table:
 
 
 def write(results: dict, fresh: bool) -> None:
-    from hf_dumpembed._utils.machine import machine_info
-
     section, order, title = SECTION
-    run_info = {}
-    if fresh:
-        machine = machine_info() | {"load_average": [round(v, 2) for v in results["load_average"]]}
-        run_info = {"commands": [command_line()], "machine": machine}
     tables = [frontier_table(results), pareto_table(results), ablation_table(results)]
     sets = ", ".join(quality.EVAL_SETS[:-1]) + " and " + quality.EVAL_SETS[-1]
     tables[0].caption = f"Mean nDCG@10 over {sets} · bytes per vector (one k-dimensional vector of the index):"
     tables[1].caption = "The frontier: each configuration that beats every smaller one (per-set nDCG@10):"
     tables[2].caption = ("Calibration statistics (mean nDCG@10), all measured on the fit corpus: int8 range = "
                          "min/max or the p-th to (100 − p)-th percentile; binary threshold = 0 or the median:")
-    write_record(section, tables=tables, date=results["date"], title=title, order=order, **run_info)
+    finish_run(section, tables, title=title, order=order, measured=fresh, date=results["date"],
+               load_average=results.get("load_average"))
 
 
 def main() -> None:
@@ -281,9 +275,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     logging.basicConfig(level=logging.WARNING)
     results = run(args)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(results, indent=2))
-    say(f"Wrote {args.output}")
+    save_results(args.output, results)
     write(results, fresh=True)
 
 

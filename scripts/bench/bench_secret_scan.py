@@ -29,7 +29,7 @@ from datetime import date
 from pathlib import Path
 
 import numpy as np
-from benchmarks import RESULTS_DIR, Table, add_output_arguments, finish_timing_run, record_only
+from benchmarks import RESULTS_DIR, Table, add_output_arguments, finish_run, record_only
 
 from hf_dumpembed.publishing import secret_bytes
 from hf_dumpembed.publishing.staging_safety import safetensors_problem
@@ -152,8 +152,11 @@ def main() -> None:
         raise SystemExit("--sizes-mb: give distinct sizes, smallest first (e.g. --sizes-mb 90 1200).")
     result = measure(args)
     new = not (RESULTS_DIR / f"{SECTION}.json").is_file()
-    finish_timing_run(args, SECTION, result, record_tables, title=TITLE, order=ORDER, summary=f"{args.repeats} repeats",
-                      setup=SETUP if new else None, reading=draft_reading(result) if new else None)
+    finish_run(SECTION, record_tables(result), title=TITLE, order=ORDER,
+               load_average=result["load_average_before"], load_average_after=result["load_average_after"],
+               setup=SETUP if new else None, reading=draft_reading(result) if new else None, output=args.output,
+               result=result, record=not args.no_record, summary=f"{args.repeats} repeats", show=True)
+
 
 if __name__ == "__main__":
     main()

@@ -27,9 +27,8 @@ from pathlib import Path
 import bench_projection_quality as quality
 import numpy as np
 import torch
-from benchmarks import Table, command_line, write_record
+from benchmarks import Table, finish_run, save_results, say
 
-from hf_dumpembed._utils.console import say
 from hf_dumpembed.projections.corpus import read_corpus
 from hf_dumpembed.projections.encode import encode_texts
 from hf_dumpembed.projections.fit import load_for_fit
@@ -246,15 +245,12 @@ def ablation_table(results: dict) -> Table:
 
 
 def write(results: dict, fresh: bool, section: str = SECTION[0], order: int | None = None) -> None:
-    from hf_dumpembed._utils.machine import machine_info
-
     _, default_order, title = SECTION
     if section != SECTION[0]:
         default_order, title = default_order + 1, f"{title}: {results['model']}"
     order = default_order if order is None else order
-    run_info = {"commands": [command_line()], "machine": machine_info()} if fresh else {}
     tables = [table(results)] + ([ablation_table(results)] if results.get("ablations") else [])
-    write_record(section, tables=tables, date=results["date"], title=title, order=order, **run_info)
+    finish_run(section, tables, title=title, order=order, measured=fresh, date=results["date"])
 
 
 def main() -> None:
@@ -281,9 +277,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     logging.basicConfig(level=logging.WARNING)
     results = run(args)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(results, indent=2))
-    say(f"Wrote {args.output}")
+    save_results(args.output, results)
     write(results, fresh=True, section=args.section, order=args.order)
 
 

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 import torch
-from benchmarks import Table, command_line, write_record
+from benchmarks import Table, finish_run
 
 from hf_dumpembed.data.corpora import TRAIN_COLLECTION
 
@@ -174,10 +174,6 @@ def memory_table(memory: list[dict]) -> Table:
 
 
 def write_section(step_json: Path, memory_json: Path, fresh: bool, replaces: str | None = None) -> None:
-    from datetime import date
-
-    from hf_dumpembed._utils.machine import machine_info
-
     tables = []
     if step_json.is_file():
         tables.append(step_table(json.loads(step_json.read_text())))
@@ -185,9 +181,7 @@ def write_section(step_json: Path, memory_json: Path, fresh: bool, replaces: str
         tables.append(memory_table(json.loads(memory_json.read_text())))
     if not tables:
         raise SystemExit(f"nothing to record: neither {step_json} nor {memory_json} exists.")
-    run = ({"command": command_line(), "replaces": replaces, "machine": machine_info(),
-            "date": date.today().isoformat()} if fresh else {})
-    write_record(SECTION, tables=tables, title=TITLE, order=ORDER, **run)
+    finish_run(SECTION, tables, title=TITLE, order=ORDER, measured=fresh, add_command=fresh, replaces=replaces)
 
 
 def main() -> None:

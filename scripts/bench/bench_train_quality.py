@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 import torch
-from benchmarks import Table, command_line, relative_change, render_table, write_record
+from benchmarks import Table, finish_run, relative_change, render_table
 
 from hf_dumpembed.data.corpora import EVAL_COLLECTIONS, TRAIN_COLLECTION
 
@@ -190,13 +190,8 @@ def all_metrics(out: Path) -> dict:
 
 def record(args: argparse.Namespace, result: Table, fresh: bool) -> None:
     """Write this pooling's section record: the table, this command added to the section's commands."""
-    from datetime import date
-
-    from hf_dumpembed._utils.machine import machine_info
-
     section, order, title = SECTIONS[args.pooling]
-    write_record(section, tables=[result], command=command_line(), title=title, order=order,
-                 **({"machine": machine_info(), "date": date.today().isoformat()} if fresh else {}))
+    finish_run(section, [result], title=title, order=order, measured=fresh, add_command=True)
 
 
 def report(result: Table) -> str:

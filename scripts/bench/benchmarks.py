@@ -1,11 +1,16 @@
 """BENCHMARKS.md as a generated file: one small JSON record per section, rendered in a fixed order.
 
+    python scripts/bench/benchmarks.py render   # rewrite BENCHMARKS.md from scripts/bench/results/*.json
+    python scripts/bench/benchmarks.py check    # write nothing; exit 1, with a diff, when BENCHMARKS.md differs
+
+(both take ``--results DIR`` and ``--out FILE``; run them from the repository root;
+tests/repository/test_benchmarks.py checks the committed file).
+
 A record (``scripts/bench/results/<section>.json``) holds what a section says: its title, date, machine, the
 commands that reproduce it, the set-up (text, model, recipe), tables of raw numbers (formatted here, per column)
-and the reading. The bench scripts write their record when they finish (``write_record``); ``render`` turns
-the records into BENCHMARKS.md and ``check`` tells whether a file still equals that render (so a hand edit
-is caught). A quickstart ``summary.json`` (``"kind": "quickstart"``) copied into the folder renders as a section
-too.
+and the reading. The bench scripts write their record when they finish (``finish_run``); ``render`` turns the
+records into BENCHMARKS.md and ``check`` tells whether a file still equals that render (so a hand edit is caught).
+A quickstart ``summary.json`` (``"kind": "quickstart"``) copied into the folder renders as a section too.
 
 Record fields:
 
@@ -20,22 +25,25 @@ Record fields:
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import difflib
 import json
+import os
 import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr, ValidationError
 
-from hf_dumpembed._utils.tables import relative_change, render_markdown
+from hf_dumpembed.evaluation.reporting import describe_machine, machine_info, relative_change, render_markdown, say
 
 RESULTS_DIR = Path("scripts/bench/results")
-REGENERATE = "hf-dumpembed report --benchmarks scripts/bench/results --out BENCHMARKS.md"
+BENCHMARKS_MD = Path("BENCHMARKS.md")
+REGENERATE = "python scripts/bench/benchmarks.py render"
 INTRO = """\
 Every figure here was measured on the machine named with it, with the command given. Ratios are measured side
 by side in one run (models interleaved, rotated order per repeat) and reported as medians over repeats, because
@@ -393,8 +401,6 @@ def render_table(table: Table) -> str:
 
 
 def machine_line(machine: dict[str, Any] | str) -> str:
-    from hf_dumpembed._utils.machine import describe_machine
-
     return machine if isinstance(machine, str) else describe_machine(machine)
 
 
@@ -426,9 +432,24 @@ def render_directory(directory: Path | str) -> str:
     return render(load_records(directory))
 
 
+def regenerate_command(directory: Path | str = RESULTS_DIR, out: Path | str = BENCHMARKS_MD) -> str:
+    """The ``render`` command line for ``directory`` and ``out`` (their options only where they are not the
+    defaults)."""
+    command = REGENERATE
+    if Path(directory) != RESULTS_DIR:
+        command += f" --results {shlex.quote(str(directory))}"
+    if Path(out) != BENCHMARKS_MD:
+        command += f" --out {shlex.quote(str(out))}"
+    return command
+
+
 def write_benchmarks(directory: Path | str, out: Path | str) -> str:
+    """Render ``directory`` into ``out``; the file is replaced whole (a failed render or write leaves the old one)."""
     text = render_directory(directory)
-    Path(out).write_text(text, encoding="utf-8")
+    out = Path(out)
+    staged = out.with_name(f".{out.name}.rendering")
+    staged.write_text(text, encoding="utf-8")
+    os.replace(staged, out)
     return text
 
 
@@ -437,14 +458,15 @@ def check(directory: Path | str, out: Path | str) -> None:
     expected = render_directory(directory)
     out = Path(out)
     if not out.is_file():
-        raise FileNotFoundError(f"{out} does not exist; write it with `{REGENERATE}`.")
+        raise FileNotFoundError(f"{out} does not exist; write it with `{regenerate_command(directory, out)}`.")
     actual = out.read_text(encoding="utf-8")
     if actual != expected:
         diff = list(difflib.unified_diff(expected.splitlines(), actual.splitlines(), f"render of {directory}",
                                          str(out), lineterm="", n=1))
         shown = "\n".join(diff[:30]) + ("\n..." if len(diff) > 30 else "")
         raise ValueError(f"{out} is not the render of the records in {directory} (edited by hand, or a record "
-                         f"changed without regenerating). Edit the records, then run `{REGENERATE}`.\n{shown}")
+                         f"changed without regenerating). Edit the records, then run "
+                         f"`{regenerate_command(directory, out)}`.\n{shown}")
 
 
 # ------------------------------------------------------------------------------------------------- writing records
@@ -487,31 +509,74 @@ def record_only(args: Any, section: str, record_tables: Callable[[dict[str, Any]
     if args.output is None or not args.output.is_file():
         raise SystemExit("--record-only reads the results of an earlier run: give --output FILE.")
     result = json.loads(args.output.read_text())
-    write_record(section, tables=record_tables(result), date=result["date"], title=title, order=order)
+    finish_run(section, record_tables(result), title=title, order=order, measured=False, date=result["date"])
     return True
 
 
-def finish_timing_run(args: Any, section: str, result: dict[str, Any],
-                      record_tables: Callable[[dict[str, Any]], list[Table]], *, title: str, order: int,
-                      summary: str, setup: str | None = None, reading: str | None = None) -> None:
-    """The tail of a timing bench: save ``result`` to ``--output``, write the section record (this machine with
-    the 1-minute load averages measured before and after: ``result["load_average_before"/"_after"]``) unless
-    ``--no-record``, then print ``summary`` and the tables."""
-    from hf_dumpembed._utils.machine import machine_info
-
+def save_results(path: Path, result: dict[str, Any]) -> None:
+    """Write a run's raw results as JSON (its folder made when missing), with the command that produced them."""
     result["command"] = command_line()
-    if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(json.dumps(result, indent=2))
-    if not args.no_record:
-        machine = machine_info() | {"load_average": [round(v, 2) for v in result["load_average_before"]],
-                                    "load_average_after": [round(v, 2) for v in result["load_average_after"]]}
-        write_record(section, tables=record_tables(result), commands=[result["command"]], machine=machine,
-                     date=result["date"], title=title, order=order, setup=setup, reading=reading)
-    print(f"{summary}; load average {result['load_average_before'][0]:.2f} → "  # noqa: T201
-          f"{result['load_average_after'][0]:.2f}")
-    for table in record_tables(result):
-        print(render_table(table))  # noqa: T201
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2))
+    say(f"Wrote {path}")
+
+
+def this_machine(load_average: Sequence[float] | None = None,
+                 load_average_after: Sequence[float] | None = None) -> dict[str, Any]:
+    """``machine_info()`` of this process, with the load averages (``os.getloadavg()``) measured before and after
+    the run where given (rounded to 2 decimals)."""
+    machine = machine_info()
+    for key, value in (("load_average", load_average), ("load_average_after", load_average_after)):
+        if value is not None:
+            machine[key] = [round(v, 2) for v in value]
+    return machine
+
+
+def _provenance(measured: bool, add_command: bool, replaces: str | None, date: str | None,
+                machine: dict[str, Any] | str | None, load_averages: tuple[Sequence[float] | None, ...]
+                ) -> dict[str, Any]:
+    """``write_record``'s command, machine and date fields for the running command (see ``finish_run``)."""
+    fields: dict[str, Any] = {"date": date}
+    if add_command:
+        fields |= {"command": command_line(), "replaces": replaces}
+    elif measured:
+        fields["commands"] = [command_line()]
+    if measured:
+        fields["date"] = date or dt.date.today().isoformat()
+        fields["machine"] = machine if machine is not None else this_machine(*load_averages)
+    return fields
+
+
+def finish_run(section: str, tables: list[Table], *, title: str, order: int, measured: bool = True,
+               add_command: bool = False, replaces: str | None = None, date: str | None = None,
+               machine: dict[str, Any] | str | None = None, load_average: Sequence[float] | None = None,
+               load_average_after: Sequence[float] | None = None, setup: str | None = None,
+               reading: str | None = None, output: Path | None = None, result: dict[str, Any] | None = None,
+               record: bool = True, summary: str | None = None, show: bool = False) -> None:
+    """The tail of every bench run: save ``result`` to ``output`` (``save_results``), write the section record
+    with ``tables`` (unless ``record`` is false: smoke runs), then print ``summary`` (with the 1-minute load
+    averages, where given) and, with ``show``, the tables.
+
+    ``measured`` (a run that measured the tables): the record gets this command as its one command (with
+    ``add_command``: added to its commands, in the place of the one starting with ``replaces``), this machine
+    (``this_machine`` with the load averages, unless ``machine`` is given) and ``date`` (default: the result's
+    ``"date"``, else today). Not ``measured`` (tables re-derived from earlier results): the record keeps its
+    machine, commands (unless ``add_command``) and date (unless ``date``). ``setup`` / ``reading`` left None keep
+    the record's prose."""
+    if output is not None:
+        if result is None:
+            raise ValueError(f"finish_run({section!r}): output={output} needs the result to save there.")
+        save_results(output, result)
+    if record:
+        date = date or (result or {}).get("date")
+        fields = _provenance(measured, add_command, replaces, date, machine, (load_average, load_average_after))
+        write_record(section, tables=tables, title=title, order=order, setup=setup, reading=reading, **fields)
+    if summary is not None:
+        load = "" if load_average is None else f"; load average {load_average[0]:.2f}"
+        load += "" if load_average_after is None else f" → {load_average_after[0]:.2f}"
+        say(summary + load)
+    for table in tables if show else []:
+        say(render_table(table))
 
 
 def write_record(section: str, *, tables: list[Table], commands: list[str] | None = None,
@@ -526,8 +591,6 @@ def write_record(section: str, *, tables: list[Table], commands: list[str] | Non
     ``command`` adds one command to the existing ones (sections built by several runs; see ``add_command``).
     ``date`` defaults to the existing record's (else today): a fresh measurement passes its own. Prints a
     reminder when the numbers changed but the reading was kept."""
-    from hf_dumpembed._utils.console import say
-
     path = Path(directory) / f"{section}.json"
     old = load_record(path) if path.is_file() else None
     if command is not None:
@@ -557,3 +620,45 @@ def write_record(section: str, *, tables: list[Table], commands: list[str] | Non
     else:
         say(f"Wrote {path}; regenerate BENCHMARKS.md with `{REGENERATE}`.")
     return path
+
+
+# ---------------------------------------------------------------------------------------------------- command line
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """``render`` and ``check``, each with ``--results DIR`` and ``--out FILE``."""
+    parser = argparse.ArgumentParser(prog="python scripts/bench/benchmarks.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    paths = argparse.ArgumentParser(add_help=False)
+    paths.add_argument("--results", type=Path, default=RESULTS_DIR, metavar="DIR",
+                       help=f"the folder of section records, <section>.json (default: {RESULTS_DIR})")
+    paths.add_argument("--out", type=Path, default=BENCHMARKS_MD, metavar="FILE",
+                       help=f"the rendered file (default: {BENCHMARKS_MD})")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{render,check}")
+    commands.add_parser("render", parents=[paths], help="write --out from the records in --results (replacing it)",
+                        description="Render the records in --results (in their order) into --out, replacing it.")
+    commands.add_parser("check", parents=[paths], help="write nothing; exit 1, with a diff, when --out is not "
+                        "the render of --results",
+                        description="Write nothing. Exit 0 when --out equals the render of the records in --results; "
+                        "otherwise exit 1 with the first differing lines (a hand edit, or a record changed "
+                        "without regenerating).")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``render`` or ``check``; a problem (an invalid record, a stale --out) exits 1 with one message."""
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "check":
+            check(args.results, args.out)
+            say(f"{args.out} is the render of {args.results}")
+        else:
+            write_benchmarks(args.results, args.out)
+            say(f"Wrote {args.out} from {args.results}")
+    except (ValueError, OSError) as error:
+        raise SystemExit(f"benchmarks.py {args.command}: {error}") from None
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -9,7 +9,7 @@ Both sections come from outputs the CLI already wrote (nothing is computed here)
   that ``hf-dumpembed analyze`` wrote.
 
     python scripts/bench/record_eval_local.py
-    hf-dumpembed report --benchmarks scripts/bench/results --out BENCHMARKS.md
+    python scripts/bench/benchmarks.py render
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import json
 import statistics
 from pathlib import Path
 
-from benchmarks import Table, command_line, write_record
+from benchmarks import Table, finish_run
 
 from hf_dumpembed.data.beir import document_text, load_corpus
 from hf_dumpembed.data.corpora import COLLECTION_NAMES, HELD_OUT, TRAIN_COLLECTION
@@ -89,11 +89,10 @@ def main() -> None:
                         help="`hf-dumpembed analyze` output folders, in table order")
     args = parser.parse_args()
     section, order, title = EVAL_SECTION
-    write_record(section, tables=[collections_table(args.data),
-                                  results_table(args.results, list(TASKS), BASELINE, RENAMES)],
-                 command=command_line(), title=title, order=order)
+    finish_run(section, [collections_table(args.data), results_table(args.results, list(TASKS), BASELINE, RENAMES)],
+               title=title, order=order, measured=False, add_command=True)
     section, order, title = ANALYSIS_SECTION
-    write_record(section, tables=[analysis_table(args.analysis)], title=title, order=order)
+    finish_run(section, [analysis_table(args.analysis)], title=title, order=order, measured=False)
 
 
 if __name__ == "__main__":

@@ -39,9 +39,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))  # the BENCHMARKS.md record tools
-from benchmarks import Table, command_line, write_record  # noqa: E402
-
-from hf_dumpembed._utils.machine import machine_info
+from benchmarks import Table, add_output_arguments, finish_run, record_only  # noqa: E402
 
 SECTION, ORDER, TITLE = "compat", 16, "Compatibility: the stock export in other client versions"
 TORCH = "torch==2.13.0"
@@ -205,15 +203,9 @@ def main() -> None:
     parser.add_argument("--venv-root", type=Path, default=Path("../compat-venvs"),
                         help="where the environments live (outside the repository; default: ../compat-venvs)")
     parser.add_argument("--only", nargs="*", default=None, help="run only these matrix entries (by name)")
-    parser.add_argument("--output", type=Path, default=None, help="write the results as JSON here")
-    parser.add_argument("--record-only", action="store_true",
-                        help="run nothing: rewrite the section record's table from the --output JSON")
+    add_output_arguments(parser)
     args = parser.parse_args()
-    if args.record_only:
-        if args.output is None or not args.output.is_file():
-            raise SystemExit("--record-only reads the results of an earlier run: give --output FILE.")
-        result = json.loads(args.output.read_text())
-        write_record(SECTION, tables=record_tables(result), date=result["date"], title=TITLE, order=ORDER)
+    if record_only(args, SECTION, record_tables, TITLE, ORDER):
         return
     from transformers import AutoTokenizer
 
@@ -238,12 +230,9 @@ def main() -> None:
         clients[name] = row
         print(name, {k: v for k, v in row.items() if k != "versions"}, flush=True)  # noqa: T201
     result = {"date": date.today().isoformat(), "clients": clients}
-    if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(json.dumps(result, indent=2))
-    if not args.only:  # a subset does not replace the whole table
-        write_record(SECTION, tables=record_tables(result), commands=[command_line()], machine=machine_info(),
-                     date=result["date"], title=TITLE, order=ORDER)
+    # A subset (--only) does not replace the whole table.
+    finish_run(SECTION, record_tables(result), title=TITLE, order=ORDER, output=args.output, result=result,
+               record=not args.only)
     if not all(row.get("ok") for row in clients.values()):
         raise SystemExit("Some clients failed (see above).")
 

@@ -34,7 +34,7 @@ def test_the_readme_lists_every_subcommand_and_no_other():
     block = text[text.index("## Command line"):text.index("## Python")]
     listed = set(re.findall(r"^hf-dumpembed ([a-z-]+)", block, flags=re.MULTILINE))
     assert listed == set(SUBCOMMANDS)
-    assert len(SUBCOMMANDS) == 14
+    assert len(SUBCOMMANDS) == 15
 
 
 @pytest.mark.parametrize("command", [[], *[[c] for c in SUBCOMMANDS]])

@@ -125,6 +125,16 @@ def _train(folder: Path, tmp: Path, cli: bool) -> object:
     return main(["train", str(tmp / "run.yaml")])
 
 
+def _export(tmp: Path, source: Path | None = None) -> str:
+    """An export-onnx folder's manifest (all serve-bench reads before it loads the model), naming ``source``."""
+    import json
+
+    (tmp / "export").mkdir(exist_ok=True)
+    manifest = {"inputs": ["input_ids", "attention_mask"], "source": str(source) if source else None}
+    (tmp / "export" / "onnx_export.json").write_text(json.dumps(manifest))
+    return str(tmp / "export")
+
+
 def _check_folder(folder: Path, tmp: Path) -> object:
     from hf_dumpembed.publishing.checks import check_folder
 
@@ -140,6 +150,7 @@ def _python(name: str) -> Callable[[Path, Path], object]:
         from hf_dumpembed.evaluation import run_eval
         from hf_dumpembed.evaluation.model_meta import load_dumpembed_folder
         from hf_dumpembed.export.onnx import export_onnx
+        from hf_dumpembed.export.serve_bench import serve_bench
         from hf_dumpembed.export.stock import export_stock_st
         from hf_dumpembed.export.verify import check_load_paths
         from hf_dumpembed.projections.fit import FitOptions, fit_projection
@@ -154,6 +165,7 @@ def _python(name: str) -> Callable[[Path, Path], object]:
             "load_dumpembed_folder": lambda: load_dumpembed_folder("me/model", folder=str(folder)),
             "check_folder": lambda: _check_folder(folder, tmp),
             "train": lambda: _train(folder, tmp, cli=False),
+            "serve_bench": lambda: serve_bench(_export(tmp), folder),
         }[name]()
     return run
 
@@ -169,9 +181,11 @@ ENTRY_POINTS = {
     "export-onnx": _cli("export-onnx", "{folder}", "{tmp}/onnx"),
     "push --dry-run": _cli("push", "{folder}", "me/model", "--dry-run"),
     "train (init_from)": lambda folder, tmp: _train(folder, tmp, cli=True),
+    "serve-bench --model": lambda folder, tmp: main(["serve-bench", _export(tmp), "--model", str(folder)]),
+    "serve-bench (recorded source)": lambda folder, tmp: main(["serve-bench", _export(tmp, folder)]),
     **{f"python {name}": _python(name) for name in ("check_load_paths", "run_eval", "analyze", "fit_projection",
                                                     "export_onnx", "export_stock_st", "load_dumpembed_folder",
-                                                    "check_folder", "train")},
+                                                    "check_folder", "train", "serve_bench")},
 }
 
 

@@ -1,4 +1,5 @@
-"""BENCHMARKS.md as a generated file: records, validation, rendering, --check, the quickstart section."""
+"""BENCHMARKS.md as a generated file: records, validation, rendering, `benchmarks.py check`, the bench scripts' tail
+(`finish_run`), the quickstart section."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from benchmarks import (  # noqa: E402
     Table,
     add_command,
     check,
+    finish_run,
     format_cell,
     load_record,
     load_records,
@@ -22,8 +24,7 @@ from benchmarks import (  # noqa: E402
     render_section,
     write_record,
 )
-
-from hf_dumpembed.cli import main  # noqa: E402
+from benchmarks import main as benchmarks_main  # noqa: E402
 
 MACHINE = {"cpu": "Test CPU", "cores": 2, "memory_gib": 8.0, "device": "cpu", "python": "3.11.7", "platform": "x",
            "libraries": {"torch": "2.13.0", "transformers": "5.24.0", "sentence-transformers": "6.2.0"},
@@ -137,18 +138,63 @@ def test_duplicate_order_and_bad_json_are_errors(tmp_path: Path) -> None:
         load_records(tmp_path)
 
 
-def test_check_catches_a_hand_edit_through_the_cli(tmp_path: Path) -> None:
+def test_check_catches_a_hand_edit_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     records = tmp_path / "results"
     write(records, small_record())
     out = tmp_path / "BENCHMARKS.md"
-    main(["report", "--benchmarks", str(records), "--out", str(out)])
-    main(["report", "--benchmarks", str(records), "--out", str(out), "--check"])  # passes: fresh render
+    paths = ["--results", str(records), "--out", str(out)]
+    assert benchmarks_main(["render", *paths]) == 0
+    assert benchmarks_main(["check", *paths]) == 0  # passes: fresh render
+    assert "is the render of" in capsys.readouterr().out
     out.write_text(out.read_text().replace("| a | 1.23 |", "| a | 1.20 |"))
     with pytest.raises(SystemExit) as error:
-        main(["report", "--benchmarks", str(records), "--out", str(out), "--check"])
-    assert "is not the render" in str(error.value) and "+| a | 1.20 |" in str(error.value)
-    with pytest.raises(SystemExit, match="--check goes with --benchmarks"):
-        main(["report", str(records), "--check"])
+        benchmarks_main(["check", *paths])
+    message = str(error.value)
+    assert message.startswith("benchmarks.py check: ") and "is not the render" in message
+    assert "+| a | 1.20 |" in message
+    assert f"python scripts/bench/benchmarks.py render --results {records} --out {out}" in message
+    with pytest.raises(SystemExit, match="does not exist; write it with"):
+        benchmarks_main(["check", "--results", str(records), "--out", str(tmp_path / "missing.md")])
+    with pytest.raises(SystemExit, match="not a folder of benchmark records"):
+        benchmarks_main(["render", "--results", str(tmp_path / "nothing"), "--out", str(out)])
+    assert "1.20" in out.read_text()  # a failed render leaves the file as it was
+
+
+def test_the_package_report_command_does_not_render_benchmarks(tmp_path: Path) -> None:
+    """The renderer is repository tooling: the installed `hf-dumpembed report` has no --benchmarks / --check."""
+    from hf_dumpembed.cli import build_parser
+
+    report = build_parser()._subparsers._group_actions[0].choices["report"]
+    options = {option for action in report._actions for option in action.option_strings}
+    assert not options & {"--benchmarks", "--check"}
+    assert "--benchmarks" not in report.format_help()
+
+
+def test_finish_run_records_the_run_and_saves_its_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """A measured run: its command, this machine with the load averages, the result's date, the saved result;
+    a re-derived one keeps them; --no-record writes no record."""
+    monkeypatch.chdir(tmp_path)  # the records go to scripts/bench/results under the working folder
+    monkeypatch.setattr(sys, "argv", [str(tmp_path / "scripts" / "bench" / "demo.py"), "--repeats", "3"])
+    table = Table(columns=["model", "median s"], rows=[["a", 0.9]], formats={"median s": 2})
+    result = {"date": "2026-11-30", "rows": [0.9]}
+    finish_run("demo", [table], title="Demo", order=10, output=tmp_path / "runs" / "demo.json", result=result,
+               load_average=[1.234, 1.0, 1.0], load_average_after=[2.345, 1.0, 1.0], summary="3 repeats", show=True)
+    record = load_record(tmp_path / "scripts" / "bench" / "results" / "demo.json")
+    assert record.commands == ["python scripts/bench/demo.py --repeats 3"] and record.date == "2026-11-30"
+    assert record.machine["load_average"] == [1.23, 1.0, 1.0] and record.machine["load_average_after"][0] == 2.35
+    assert json.loads((tmp_path / "runs" / "demo.json").read_text())["command"] == record.commands[0]
+    printed = capsys.readouterr().out
+    assert "3 repeats; load average 1.23 → 2.35" in printed and "| a | 0.90 |" in printed
+    monkeypatch.setattr(sys, "argv", [str(tmp_path / "scripts" / "bench" / "demo.py"), "--record-only"])
+    finish_run("demo", [table], title="Demo", order=10, measured=False, add_command=True)
+    again = load_record(tmp_path / "scripts" / "bench" / "results" / "demo.json")
+    assert again.machine == record.machine and again.date == record.date
+    assert again.commands == [*record.commands, "python scripts/bench/demo.py --record-only"]
+    finish_run("other", [table], title="Other", order=11, record=False)
+    assert not (tmp_path / "scripts" / "bench" / "results" / "other.json").exists()
+    with pytest.raises(ValueError, match="needs the result"):
+        finish_run("demo", [table], title="Demo", order=10, output=tmp_path / "x.json")
 
 
 def test_write_record_keeps_the_prose_and_replaces_tables(tmp_path: Path) -> None:

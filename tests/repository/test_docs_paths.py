@@ -7,7 +7,7 @@ Only paths that look like repository paths are checked (``hf_dumpembed/``, ``tes
 ``model_cards/``, ``.ci/``); ``runs/`` and ``data/`` are built at run time. ``*`` globs must match a file,
 ``{a,b}`` alternatives must all exist, and templates with a ``<placeholder>`` are skipped. BENCHMARKS.md is
 rendered from ``scripts/bench/results/*.json``: a path is fixed there and the file re-rendered
-(``hf-dumpembed report --benchmarks scripts/bench/results --out BENCHMARKS.md``).
+(``python scripts/bench/benchmarks.py render``).
 """
 
 from __future__ import annotations

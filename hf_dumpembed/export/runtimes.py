@@ -1,0 +1,148 @@
+"""The runtimes an ONNX export can be served with, each as a function of one tokenized batch -> vectors.
+
+One table (``RUNTIMES``) names them all: the torch model in fp32 and in bf16 (the model folder the export was made
+from), the graphs of the export folder in onnxruntime (portable, fused, int8) and in OpenVINO (the IR compiled at
+f32 and at bf16 precision, NNCF's int8 IR). Each runtime's *arithmetic* (fp32, bf16, int8) says which parity
+tolerance it is held to (``onnx.MIN_COSINE``, ``onnx.FP32_TOLERANCE``); ``available_runtimes`` opens those whose
+file and packages are present and says why the others are left out.
+
+torch bf16 loads the folder with ``dtype=torch.bfloat16``: the backbone's weights and matrix products are bfloat16
+(native on CPUs with AVX512-BF16 or AMX and on CUDA; converted in software, and slower, on AVX2-only CPUs); pooling
+sums accumulate in fp32 (the pooled vector is then rounded to bf16) and the stored projection (mean, matrix) stays
+fp32 buffers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .artefacts import (
+    INT8_FILE,
+    ONNX_FILE,
+    OPENVINO_DIR,
+    OPENVINO_FILE,
+    OPENVINO_INT8_FILE,
+    OPTIMIZED_FILE,
+    OUTPUT_NAME,
+)
+
+Runner = Callable[[dict[str, np.ndarray]], np.ndarray]
+
+
+@dataclass(frozen=True)
+class RuntimeSpec:
+    """How one runtime is opened: its engine, the file it runs (None: the torch model folder) and its arithmetic."""
+
+    name: str
+    engine: str  # "torch", "onnxruntime" or "openvino"
+    file: str | None
+    arithmetic: str  # "fp32", "bf16" or "int8"
+    precision: str | None = None  # torch dtype name, or the OpenVINO inference precision
+
+
+RUNTIMES = (
+    RuntimeSpec("torch fp32", "torch", None, "fp32", "float32"),
+    RuntimeSpec("torch bf16", "torch", None, "bf16", "bfloat16"),
+    RuntimeSpec("onnxruntime fp32", "onnxruntime", ONNX_FILE, "fp32"),
+    RuntimeSpec("onnxruntime fp32 fused", "onnxruntime", OPTIMIZED_FILE, "fp32"),
+    RuntimeSpec("onnxruntime int8", "onnxruntime", INT8_FILE, "int8"),
+    RuntimeSpec("OpenVINO f32", "openvino", f"{OPENVINO_DIR}/{OPENVINO_FILE}", "fp32", "f32"),
+    RuntimeSpec("OpenVINO bf16", "openvino", f"{OPENVINO_DIR}/{OPENVINO_FILE}", "bf16", "bf16"),
+    RuntimeSpec("OpenVINO int8", "openvino", f"{OPENVINO_DIR}/{OPENVINO_INT8_FILE}", "int8", "f32"),
+)
+RUNTIME_NAMES = tuple(spec.name for spec in RUNTIMES)
+ENGINE_PACKAGES = {"torch": "torch", "onnxruntime": "onnxruntime", "openvino": "openvino"}
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """An opened runtime: its spec and the function that embeds one batch."""
+
+    spec: RuntimeSpec
+    run: Runner
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+def spec_of(name: str) -> RuntimeSpec:
+    """The runtime called ``name``; ValueError listing the known names otherwise."""
+    for spec in RUNTIMES:
+        if spec.name == name:
+            return spec
+    raise ValueError(f"unknown runtime {name!r}; the runtimes are: {', '.join(RUNTIME_NAMES)}.")
+
+
+def torch_runner(model_dir: Path, dtype_name: str, threads: int | None) -> Runner:
+    """The DumpEmbed model of ``model_dir`` loaded in ``dtype_name`` (its fp32 head kept), vectors as fp32 numpy."""
+    import torch
+
+    from ..remote import DumpEmbedModel
+
+    if threads is not None:
+        torch.set_num_threads(threads)
+    model = DumpEmbedModel.from_pretrained(model_dir, dtype=getattr(torch, dtype_name)).eval()
+
+    def run(batch: dict[str, np.ndarray]) -> np.ndarray:
+        with torch.inference_mode():
+            tensors = {name: torch.from_numpy(value) for name, value in batch.items()}
+            return model(**tensors).sentence_embedding.float().numpy()
+
+    return run
+
+
+def onnxruntime_runner(path: Path, threads: int | None) -> Runner:
+    """An onnxruntime CPU session on ``path`` (all graph optimisations, no busy-waiting workers)."""
+    import onnxruntime
+
+    from .onnx_optimize import session_options
+
+    session = onnxruntime.InferenceSession(str(path), session_options(threads, spinning=False),
+                                           providers=["CPUExecutionProvider"])
+    return lambda batch: session.run([OUTPUT_NAME], batch)[0]
+
+
+def open_runtime(spec: RuntimeSpec, export_dir: Path, model_dir: Path | None, threads: int | None) -> Runner:
+    """The runner of ``spec`` on this export (and model folder, for torch)."""
+    from .openvino import openvino_runner
+
+    if spec.engine == "torch":
+        return torch_runner(model_dir, spec.precision, threads)
+    if spec.engine == "onnxruntime":
+        return onnxruntime_runner(export_dir / spec.file, threads)
+    return openvino_runner(export_dir / spec.file, spec.precision, OUTPUT_NAME, threads)
+
+
+def why_unavailable(spec: RuntimeSpec, export_dir: Path, model_dir: Path | None) -> str | None:
+    """Why ``spec`` cannot run here (no model folder, file not in the export, package not installed), or None."""
+    import importlib.util
+
+    if spec.engine == "torch" and model_dir is None:
+        return "no model folder (give --model)"
+    if spec.file is not None and not (export_dir / spec.file).is_file():
+        return f"{spec.file} is not in the export"
+    if importlib.util.find_spec(ENGINE_PACKAGES[spec.engine]) is None:
+        return f"{ENGINE_PACKAGES[spec.engine]} is not installed"
+    return None
+
+
+def available_runtimes(export_dir: str | Path, model_dir: str | Path | None = None, threads: int | None = None,
+                       names: list[str] | None = None) -> tuple[list[Runtime], dict[str, str]]:
+    """The runtimes (all of ``RUNTIMES``, or those in ``names``) that can run this export here, opened, in table
+    order; and, for each left out, why."""
+    export_dir = Path(export_dir)
+    model_dir = Path(model_dir) if model_dir is not None else None
+    wanted = [spec_of(name) for name in names] if names else list(RUNTIMES)
+    opened, skipped = [], {}
+    for spec in wanted:
+        reason = why_unavailable(spec, export_dir, model_dir)
+        if reason is None:
+            opened.append(Runtime(spec, open_runtime(spec, export_dir, model_dir, threads)))
+        else:
+            skipped[spec.name] = reason
+    return opened, skipped
