@@ -18,7 +18,7 @@ from .._utils.tables import render_markdown
 from ..data.assets import EMBEDDED_MODELS
 from ..remote.configuration_dumpembed import POOLING_DESCRIPTIONS
 from .backbone import is_decoder_folder
-from .embeddings import DumpInit
+from .embeddings import INIT_CARD_TEXT, DumpInit
 from .export_record import check_export_source
 from .exportable import stock_export_blocker
 from .folder_schema import TRAINING_SIDE_FILES as TRAINING_SIDE_FILE_RECORDS
@@ -30,13 +30,7 @@ _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 POOLING_TEXT = POOLING_DESCRIPTIONS
 # The card's words for each init a folder records (``auto`` is resolved before: `resolve_init`); ``token`` is
 # recorded as ``token:X``, X the copied token.
-INIT_TEXT: dict[DumpInit, str] = {
-    DumpInit.SEP: "exact copy of the [SEP]/EOS embedding row (an attention sink)",
-    DumpInit.MEAN: "mean of the vocabulary embedding rows plus small Gaussian noise",
-    DumpInit.CLS: "copy of the [CLS]/BOS embedding row plus small Gaussian noise",
-    DumpInit.NORMAL: "N(0, 0.02)",
-    DumpInit.TOKEN: "exact copy of the embedding row of the token {token!r}",
-}
+INIT_TEXT = INIT_CARD_TEXT  # the card's words for each recorded init mode (defined with the modes)
 
 
 def check_repo_id(repo_id: str, what: str = "REPO_ID") -> str:

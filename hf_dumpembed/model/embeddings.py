@@ -19,7 +19,8 @@ class DumpInit(str, Enum):
     kind (`resolve_init`).
 
     The one definition of the init modes, in ``build --init``'s order: the CLI's choices and help (`INIT_HELP`),
-    `BuildOptions`, the training config's ``model.init`` and the card's texts (`card.INIT_TEXT`) derive from it.
+    `BuildOptions`, the training config's ``model.init`` and the card's texts (`INIT_CARD_TEXT`) derive from it;
+    a new mode is a member, its two texts below and its rule in `init_dump_rows`, all in this file.
     """
 
     AUTO = "auto"
@@ -44,6 +45,14 @@ INIT_HELP: dict[DumpInit, str] = {
     DumpInit.CLS: "copy of [CLS]/BOS + noise",
     DumpInit.NORMAL: "N(0, 0.02)",
     DumpInit.TOKEN: "exact copy of --init-token",
+}
+# Each recorded mode in the model card (`card.init_text`; ``auto`` is recorded as the mode it resolved to).
+INIT_CARD_TEXT: dict[DumpInit, str] = {
+    DumpInit.SEP: "exact copy of the [SEP]/EOS embedding row (an attention sink)",
+    DumpInit.MEAN: "mean of the vocabulary embedding rows plus small Gaussian noise",
+    DumpInit.CLS: "copy of the [CLS]/BOS embedding row plus small Gaussian noise",
+    DumpInit.NORMAL: "N(0, 0.02)",
+    DumpInit.TOKEN: "exact copy of the embedding row of the token {token!r}",
 }
 
 
