@@ -44,7 +44,7 @@ from ..remote import DumpEmbedModel
 from ..remote.configuration_dumpembed import PADDING_SENSITIVE_POOLING
 from ..remote.modeling_dumpembed import counts_positions_from_mask
 from .artefacts import INT8_FILE, MANIFEST_FILE, ONNX_FILE, OPTIMIZED_FILE, OUTPUT_NAME
-from .onnx_optimize import SINGLE_FILE_LIMIT, down_projections, fuse_for_onnxruntime, quantize_int8, session_options
+from .onnx_optimize import SINGLE_FILE_LIMIT, down_projections, fuse_for_onnxruntime, quantize_int8
 from .openvino import (
     OPENVINO_DIR,
     OPENVINO_FILE,
@@ -55,6 +55,7 @@ from .openvino import (
     openvino_runner,
     quantize_openvino_int8,
 )
+from .runtimes import onnxruntime_runner, torch_vectors
 from .stock_compat import legacy_tokenizer_config
 
 logger = logging.getLogger(__name__)
@@ -184,13 +185,6 @@ def tokenize(tokenizer, texts: Sequence[str], inputs: list[str], padding_side: s
     return {name: batch[name].astype(np.int64) for name in inputs}
 
 
-def torch_vectors(model: DumpEmbedModel, batch: dict[str, np.ndarray]) -> np.ndarray:
-    """The model's own forward (prefix check included) on ``batch``."""
-    with torch.inference_mode():
-        tensors = {name: torch.from_numpy(value) for name, value in batch.items()}
-        return model(**tensors).sentence_embedding.float().numpy()
-
-
 def export_graph(graph: EmbeddingGraph, example: dict[str, np.ndarray], path: Path) -> None:
     """torch.onnx.export (the dynamo exporter) with dynamic batch and sequence axes, output ``sentence_embedding``."""
     batch, sequence = torch.export.Dim("batch"), torch.export.Dim("sequence")
@@ -202,13 +196,6 @@ def export_graph(graph: EmbeddingGraph, example: dict[str, np.ndarray], path: Pa
         )
     size = sum(p.numel() * p.element_size() for p in graph.parameters())
     program.save(str(path), external_data=size > SINGLE_FILE_LIMIT)
-
-
-def onnxruntime_runner(path: Path) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
-    import onnxruntime
-
-    session = onnxruntime.InferenceSession(str(path), session_options(), providers=["CPUExecutionProvider"])
-    return lambda batch: session.run([OUTPUT_NAME], batch)[0]
 
 
 def parity_batches(tokenizer, inputs: list[str], pooling: str) -> dict[str, dict[str, np.ndarray]]:

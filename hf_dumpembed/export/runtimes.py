@@ -78,6 +78,15 @@ def spec_of(name: str) -> RuntimeSpec:
     raise ValueError(f"unknown runtime {name!r}; the runtimes are: {', '.join(RUNTIME_NAMES)}.")
 
 
+def torch_vectors(model, batch: dict[str, np.ndarray]) -> np.ndarray:
+    """A DumpEmbed model's own forward (prefix check included) on ``batch``, as fp32 numpy."""
+    import torch
+
+    with torch.inference_mode():
+        tensors = {name: torch.from_numpy(value) for name, value in batch.items()}
+        return model(**tensors).sentence_embedding.float().numpy()
+
+
 def torch_runner(model_dir: Path, dtype_name: str, threads: int | None) -> Runner:
     """The DumpEmbed model of ``model_dir`` loaded in ``dtype_name`` (its fp32 head kept), vectors as fp32 numpy."""
     import torch
@@ -87,22 +96,17 @@ def torch_runner(model_dir: Path, dtype_name: str, threads: int | None) -> Runne
     if threads is not None:
         torch.set_num_threads(threads)
     model = DumpEmbedModel.from_pretrained(model_dir, dtype=getattr(torch, dtype_name)).eval()
-
-    def run(batch: dict[str, np.ndarray]) -> np.ndarray:
-        with torch.inference_mode():
-            tensors = {name: torch.from_numpy(value) for name, value in batch.items()}
-            return model(**tensors).sentence_embedding.float().numpy()
-
-    return run
+    return lambda batch: torch_vectors(model, batch)
 
 
-def onnxruntime_runner(path: Path, threads: int | None) -> Runner:
-    """An onnxruntime CPU session on ``path`` (all graph optimisations, no busy-waiting workers)."""
+def onnxruntime_runner(path: Path, threads: int | None = None, spinning: bool = True) -> Runner:
+    """An onnxruntime CPU session on ``path`` (all graph optimisations; ``spinning=False``: no busy-waiting
+    workers, for timing on a CPU shared with other runtimes)."""
     import onnxruntime
 
     from .onnx_optimize import session_options
 
-    session = onnxruntime.InferenceSession(str(path), session_options(threads, spinning=False),
+    session = onnxruntime.InferenceSession(str(path), session_options(threads, spinning=spinning),
                                            providers=["CPUExecutionProvider"])
     return lambda batch: session.run([OUTPUT_NAME], batch)[0]
 
@@ -114,7 +118,7 @@ def open_runtime(spec: RuntimeSpec, export_dir: Path, model_dir: Path | None, th
     if spec.engine == "torch":
         return torch_runner(model_dir, spec.precision, threads)
     if spec.engine == "onnxruntime":
-        return onnxruntime_runner(export_dir / spec.file, threads)
+        return onnxruntime_runner(export_dir / spec.file, threads, spinning=False)
     return openvino_runner(export_dir / spec.file, spec.precision, OUTPUT_NAME, threads)
 
 

@@ -96,6 +96,13 @@ def length_sorted_batches(tokenizer, texts: Sequence[str], batch_size: int, inpu
     return batches, np.argsort(order)
 
 
+def text_group(name: str, source: str, texts: Sequence[str], tokenizer, batch_size: int, inputs: Sequence[str],
+               max_length: int) -> TextGroup:
+    """``texts`` as a TextGroup of length-sorted batches (`length_sorted_batches`)."""
+    batches, restore = length_sorted_batches(tokenizer, texts, batch_size, inputs, max_length)
+    return TextGroup(name, source, batches, restore)
+
+
 def encode_group(run: Runner, group: TextGroup) -> np.ndarray:
     """The vectors of ``group``'s texts in input order."""
     return np.concatenate([run(batch) for batch in group.batches])[group.restore]
@@ -266,13 +273,8 @@ def text_groups(tokenizer, inputs: Sequence[str], texts: Sequence[str] | None, o
     else:
         sources = {"short": (stdlib_docstrings(options.short), "stdlib docstring paragraphs"),
                    "long": (stdlib_sources(options.long), "stdlib function sources")}
-    groups = []
-    for name, (group_texts, source) in sources.items():
-        if group_texts:
-            batches, restore = length_sorted_batches(tokenizer, group_texts, options.batch_size, inputs,
-                                                     options.max_length)
-            groups.append(TextGroup(name, source, batches, restore))
-    return groups
+    return [text_group(name, source, group_texts, tokenizer, options.batch_size, inputs, options.max_length)
+            for name, (group_texts, source) in sources.items() if group_texts]
 
 
 def parity_results(runtimes: Sequence[Runtime], vectors: dict[str, np.ndarray], medians: dict[str, dict[str, float]],

@@ -55,12 +55,11 @@ from hf_dumpembed.export.onnx import OPTIMIZED_FILE, export_onnx  # noqa: E402
 from hf_dumpembed.export.onnx_optimize import down_projections, quantize_int8  # noqa: E402
 from hf_dumpembed.export.runtimes import Runner, available_runtimes, onnxruntime_runner, spec_of  # noqa: E402
 from hf_dumpembed.export.serve_bench import (  # noqa: E402
-    TextGroup,
     cpu_class,
     cpu_flags,
     encode_group,
-    length_sorted_batches,
     load_average,
+    text_group,
     time_interleaved,
 )
 from hf_dumpembed.model.builder import BuildOptions, build  # noqa: E402
@@ -87,19 +86,13 @@ def runners(model_dir: Path, onnx_dir: Path, threads: int, work: Path) -> dict[s
     if (onnx_dir / OPTIMIZED_FILE).is_file():
         mlp_fp32 = work / "model_int8_mlp_fp32.onnx"
         quantize_int8(onnx_dir / OPTIMIZED_FILE, mlp_fp32, down_projections(onnx_dir / OPTIMIZED_FILE))
-        runs[MLP_FP32] = onnxruntime_runner(mlp_fp32, threads)
+        runs[MLP_FP32] = onnxruntime_runner(mlp_fp32, threads, spinning=False)
     return runs
 
 
 def arithmetic_differs(name: str) -> bool:
     """Whether a runtime computes in other than fp32 (bf16, int8), so its nDCG can move."""
     return name == MLP_FP32 or spec_of(name).arithmetic != "fp32"
-
-
-def group(name: str, texts: list[str], source: str, tokenizer, batch_size: int, inputs: list[str],
-          max_length: int) -> TextGroup:
-    batches, restore = length_sorted_batches(tokenizer, texts, batch_size, inputs, max_length)
-    return TextGroup(name, source, batches, restore)
 
 
 def measure_quality(runs: dict[str, Runner], tokenizer, inputs: list[str], data_dir: Path, batch_size: int,
@@ -110,10 +103,10 @@ def measure_quality(runs: dict[str, Runner], tokenizer, inputs: list[str], data_
     for collection in COLLECTIONS:
         data = subsample(load_beir(data_dir / collection), max_queries, max_documents)
         query_ids, doc_ids = list(data.queries), list(data.corpus)
-        queries = group("queries", [data.queries[q] for q in query_ids], collection, tokenizer, batch_size, inputs,
-                        max_length)
-        documents = group("documents", [data.document_text(d) for d in doc_ids], collection, tokenizer, batch_size,
-                          inputs, max_length)
+        queries = text_group("queries", collection, [data.queries[q] for q in query_ids], tokenizer, batch_size,
+                             inputs, max_length)
+        documents = text_group("documents", collection, [data.document_text(d) for d in doc_ids], tokenizer,
+                               batch_size, inputs, max_length)
         vectors = {name: (encode_group(run, queries), encode_group(run, documents)) for name, run in runs.items()}
         reference = np.concatenate(vectors["torch fp32"])
         quality[collection] = {}
@@ -169,7 +162,7 @@ def measure_lengths(runs: dict[str, Runner], tokenizer, inputs: list[str], args:
     sources = {"short": (stdlib_docstrings(args.short), "stdlib docstring paragraphs"),
                "long": (stdlib_sources(args.long), "stdlib function sources")}
     for length, (texts, source) in sources.items():
-        prepared = group(length, texts, source, tokenizer, args.batch_size, inputs, args.max_length)
+        prepared = text_group(length, source, texts, tokenizer, args.batch_size, inputs, args.max_length)
         print(f"{length}: {len(texts)} texts", flush=True)  # noqa: T201
         for run in runs.values():
             run(prepared.batches[0])
