@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from .._utils.console import say
+from ..export.nncf_int8 import DEFAULT_CALIBRATION_SIZE, IGNORABLE, PRESETS, SMOOTH_QUANT_OFF
 from ..export.onnx import OPENVINO_PRECISIONS
 from . import add_trust_flag
 
@@ -29,10 +30,16 @@ in onnxruntime only and is the faster one there; it is checked like the others a
 openvino/openvino_model.xml (OpenVINO IR, f32 weights), checked at the inference precision --precision (f32, or bf16:
 bfloat16 matrix products on CPUs with AVX512-BF16/AMX); the README shows how to compile it at that precision.
 --int8 with --openvino also writes openvino/openvino_model_int8.xml: NNCF's static int8 quantisation (weights and
-activations), calibrated on a seeded sample of 300 of --calibration's texts or, by default, of the folder's fit
-corpus (read again from the path its projection_info records, checked against its sha256; a BEIR folder's queries
-join its documents); checked like model_int8.onnx (min cosine >= 0.95). Calibrate on texts like the ones you will
-embed (in one check, ranges from code alone left English sentences at min cosine 0.92, refused).
+activations), calibrated on a seeded sample of --calibration-size (300) of --calibration's texts or, by default, of
+the folder's fit corpus (read again from the path its projection_info records, checked against its sha256; a BEIR
+folder's queries join its documents); checked like model_int8.onnx (min cosine >= 0.95). Calibrate on texts like the ones you
+will embed (in one check, ranges from code alone left English sentences at min cosine 0.92, refused). NNCF's choices:
+--int8-preset (performance: symmetric activations; mixed: asymmetric), --int8-smooth-quant (SmoothQuant alpha of the
+matrix products, default NNCF's 0.95, or off), --int8-float (parts kept in float, found by the graph's structure:
+head, first-layer, last-layer, attention-inputs, mlp-down, attention-scores) and --int8-accuracy-control DROP (NNCF's
+accuracy-aware quantisation: quantisers go back to float until the mean cosine to the f32 IR's vectors on 100 texts
+held back from the calibration sample is within DROP of 1; slow). What each did on a trained MiniLM is in
+BENCHMARKS.md (OpenVINO int8 options); the options used are recorded in onnx_export.json and the README.
 Needs pip install 'hf_dumpembed[onnx]' (and 'hf_dumpembed[openvino]', which brings nncf).
 """
 
@@ -57,6 +64,35 @@ def calibration_corpus(args: argparse.Namespace):
     return corpus
 
 
+NNCF_DEFAULTS = {"int8_preset": "performance", "int8_smooth_quant": None, "calibration_size": DEFAULT_CALIBRATION_SIZE,
+                 "int8_float": None, "int8_accuracy_control": None}
+
+
+def smooth_quant_alpha(value: str) -> float:
+    """--int8-smooth-quant: a number in [0, 1], or ``off``."""
+    if value.lower() == "off":
+        return SMOOTH_QUANT_OFF
+    try:
+        alpha = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1] or 'off', not {value!r}") from None
+    if not 0.0 <= alpha <= 1.0:
+        raise argparse.ArgumentTypeError(f"SmoothQuant alpha must lie in [0, 1], not {alpha}")
+    return alpha
+
+
+def int8_options(args: argparse.Namespace):
+    """The NNCF options of the command line; ValueError when one is given without --int8 --openvino."""
+    from ..export.nncf_int8 import Int8Options
+
+    given = [f"--{flag.replace('_', '-')}" for flag, default in NNCF_DEFAULTS.items() if getattr(args, flag) != default]
+    if given and not (args.int8 and args.openvino):
+        raise ValueError(f"{', '.join(given)} choose how OpenVINO int8 is quantised; add --int8 --openvino.")
+    return Int8Options(preset=args.int8_preset, smooth_quant_alpha=args.int8_smooth_quant,
+                       calibration_size=args.calibration_size, ignore=tuple(args.int8_float or ()),
+                       max_cosine_drop=args.int8_accuracy_control)
+
+
 def _export_onnx(args: argparse.Namespace) -> None:
     from ..export.onnx import export_onnx
 
@@ -66,10 +102,11 @@ def _export_onnx(args: argparse.Namespace) -> None:
         raise ValueError("--precision chooses the OpenVINO inference precision; add --openvino.")
     if args.calibration is not None and not (args.int8 and args.openvino):
         raise ValueError("--calibration gives the texts OpenVINO int8 is calibrated on; add --int8 --openvino.")
+    options = int8_options(args)
     calibration = calibration_corpus(args) if args.int8 and args.openvino else None
     result = export_onnx(args.model, args.out, int8=args.int8, openvino=args.openvino,
                          precision=args.precision or "f32", fuse=not args.no_fuse,
-                         int8_mlp_fp32=args.int8_mlp_fp32, overwrite=args.overwrite,
+                         int8_mlp_fp32=args.int8_mlp_fp32, int8_options=options, overwrite=args.overwrite,
                          calibration_texts=calibration.texts if calibration else None,
                          calibration_source=calibration.provenance()["path"] if calibration else None,
                          trust_remote_code=args.trust_remote_code)
@@ -94,7 +131,22 @@ def register(commands: argparse._SubParsersAction) -> None:
                         help="OpenVINO inference precision to check and document (default: f32)")
     parser.add_argument("--calibration", default=None, metavar="PATH",
                         help="with --int8 --openvino: texts to calibrate OpenVINO int8 on (.jsonl/.txt, BEIR folder, "
-                             "saved HF dataset; default: the folder's fit corpus; a seeded sample of 300 is used)")
+                             "saved HF dataset; default: the folder's fit corpus; a seeded sample of "
+                             "--calibration-size is used)")
+    parser.add_argument("--calibration-size", type=int, default=DEFAULT_CALIBRATION_SIZE, metavar="N",
+                        help=f"with --int8 --openvino: calibration texts NNCF measures ranges on "
+                             f"(default: {DEFAULT_CALIBRATION_SIZE})")
+    parser.add_argument("--int8-preset", choices=list(PRESETS), default="performance",
+                        help="with --int8 --openvino: NNCF preset (performance: symmetric int8 activations; mixed: "
+                             "asymmetric ones; default: performance)")
+    parser.add_argument("--int8-smooth-quant", type=smooth_quant_alpha, default=None, metavar="ALPHA|off",
+                        help="with --int8 --openvino: SmoothQuant alpha for the matrix products (default: NNCF's "
+                             "0.95), or off")
+    parser.add_argument("--int8-float", nargs="+", choices=list(IGNORABLE), default=None, metavar="PART",
+                        help=f"with --int8 --openvino: parts kept in float ({', '.join(IGNORABLE)})")
+    parser.add_argument("--int8-accuracy-control", type=float, default=None, metavar="DROP",
+                        help="with --int8 --openvino: NNCF accuracy-aware quantisation, allowing this drop in mean "
+                             "cosine to the f32 vectors on 100 held-back calibration texts (e.g. 0.002; slow)")
     parser.add_argument("--no-fuse", action="store_true",
                         help="skip model_optimized.onnx (onnxruntime's fused graph); int8 then quantises model.onnx")
     parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")

@@ -44,6 +44,7 @@ from ..remote import DumpEmbedModel
 from ..remote.configuration_dumpembed import PADDING_SENSITIVE_POOLING
 from ..remote.modeling_dumpembed import counts_positions_from_mask
 from .artefacts import INT8_FILE, MANIFEST_FILE, ONNX_FILE, OPTIMIZED_FILE, OUTPUT_NAME
+from .nncf_int8 import Int8Options, quantize_openvino_int8
 from .onnx_optimize import SINGLE_FILE_LIMIT, down_projections, fuse_for_onnxruntime, quantize_int8
 from .openvino import (
     OPENVINO_DIR,
@@ -53,7 +54,6 @@ from .openvino import (
     calibration_sample,
     convert_openvino,
     openvino_runner,
-    quantize_openvino_int8,
 )
 from .runtimes import onnxruntime_runner, torch_vectors
 from .stock_compat import legacy_tokenizer_config
@@ -286,8 +286,8 @@ def add_fused_graph(staging: Path, accept_fused: Callable[[list[Parity]], bool])
     return {"file": OPTIMIZED_FILE, "fusions": fusions}
 
 
-def check_request(int8: bool, openvino: bool, precision: str, calibration_texts: Sequence[str] | None
-                  ) -> list[str] | None:
+def check_request(int8: bool, openvino: bool, precision: str, calibration_texts: Sequence[str] | None,
+                  int8_options: Int8Options) -> list[str] | None:
     """Before anything is loaded: the extras installed, a known precision, and for OpenVINO int8 the calibration
     sample (None when no OpenVINO int8 IR is asked for)."""
     require("onnx")
@@ -301,11 +301,17 @@ def check_request(int8: bool, openvino: bool, precision: str, calibration_texts:
         raise ValueError("OpenVINO int8 (int8 with openvino) is quantised statically: it needs calibration texts, "
                          "the texts the model will embed (its fit corpus, or your own; export-onnx "
                          "--calibration PATH). Nothing was written.")
-    return calibration_sample(calibration_texts)
+    sample = calibration_sample(calibration_texts, int8_options.texts_needed)
+    if int8_options.max_cosine_drop is not None and len(sample) <= int8_options.validation_size:
+        raise ValueError(f"OpenVINO int8 accuracy control holds back {int8_options.validation_size} validation texts "
+                         f"from the calibration texts, and there are only {len(sample)}: give more texts "
+                         "(--calibration). Nothing was written.")
+    return sample
 
 
 def add_openvino(staging: Path, precision: str, calibration_items: list[dict[str, np.ndarray]] | None,
-                 calibration_source: str | None, check: Callable[..., bool]) -> dict | None:
+                 calibration_source: str | None, check: Callable[..., bool], int8_options: Int8Options
+                 ) -> dict | None:
     """Write and check the OpenVINO IR (at ``precision``) and, given calibration inputs, its NNCF int8 IR (checked
     at f32 precision for the parts left in float); the int8 IR's manifest entry, or None."""
     xml = staging / OPENVINO_DIR / OPENVINO_FILE
@@ -315,8 +321,9 @@ def add_openvino(staging: Path, precision: str, calibration_items: list[dict[str
     if calibration_items is None:
         return None
     out_xml = xml.with_name(OPENVINO_INT8_FILE)
-    logger.info("Quantising the OpenVINO IR to int8 with NNCF on %d calibration texts ...", len(calibration_items))
-    entry = quantize_openvino_int8(xml, out_xml, calibration_items)
+    logger.info("Quantising the OpenVINO IR to int8 with NNCF on %d calibration texts (%s) ...",
+                len(calibration_items), int8_options.describe())
+    entry = quantize_openvino_int8(xml, out_xml, calibration_items, int8_options, OUTPUT_NAME)
     check("OpenVINO int8", "int8", openvino_runner(out_xml, "f32", OUTPUT_NAME))
     return {**entry, "calibration_source": calibration_source}
 
@@ -324,13 +331,15 @@ def add_openvino(staging: Path, precision: str, calibration_items: list[dict[str
 def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = False, openvino: bool = False,
                 precision: str = "f32", fuse: bool = True, int8_mlp_fp32: bool = False,
                 calibration_texts: Sequence[str] | None = None, calibration_source: str | None = None,
-                overwrite: bool = False, trust_remote_code: bool = False) -> OnnxExport:
+                int8_options: Int8Options | None = None, overwrite: bool = False, trust_remote_code: bool = False
+                ) -> OnnxExport:
     """Write ``out_dir``: model.onnx (+ model_optimized.onnx, model_int8.onnx, openvino/), tokenizer files,
     README.md, onnx_export.json. ``fuse``: also write the onnxruntime-fused graph (int8 is quantised from it);
     ``int8_mlp_fp32``: keep each layer's MLP down-projection in fp32 in the int8 graph (closer vectors, slower).
     ``int8`` with ``openvino`` also writes openvino/openvino_model_int8.xml, NNCF's static int8 quantisation
     calibrated on ``calibration_texts`` (required then: the fit corpus or the user's texts; ``calibration_source``
-    names them in the manifest).
+    names them in the manifest); ``int8_options`` are NNCF's choices (preset, SmoothQuant, calibration size, parts
+    kept in float, accuracy control; default: NNCF's transformer defaults on 300 texts).
 
     Raises ValueError (nothing written) when a graph's vectors disagree with the torch model beyond tolerance, for
     a model that composes a prompt inside its forward (not expressible as one static graph), or for OpenVINO int8
@@ -340,7 +349,8 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
     from ..model.folder_schema import require_trusted_code
 
     require_trusted_code(model_dir, trust_remote_code)  # the export loads the folder's tokenizer with its code
-    calibration = check_request(int8, openvino, precision, calibration_texts)
+    int8_options = int8_options or Int8Options()
+    calibration = check_request(int8, openvino, precision, calibration_texts, int8_options)
     model_dir = Path(model_dir)
     model, tokenizer = load_for_export(model_dir)
     inputs = graph_inputs(model, tokenizer)
@@ -376,7 +386,8 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
         openvino_int8 = None
         if openvino:
             calibration_items = calibration_inputs(tokenizer, calibration, inputs) if calibration else None
-            openvino_int8 = add_openvino(staging, precision, calibration_items, calibration_source, check)
+            openvino_int8 = add_openvino(staging, precision, calibration_items, calibration_source, check,
+                                         int8_options)
         write_tokenizer_files(model_dir, staging)
         quantization = copy_quantization_calibration(model_dir, staging, result.dimension)
         manifest = {

@@ -115,9 +115,9 @@ print(embeddings @ embeddings.T)
 
 OPENVINO_INT8_NOTE = """
 `openvino/openvino_model_int8.xml` is the same IR quantised to int8 by NNCF (static: weights and activations of the
-matrix products, ranges measured on {samples} calibration texts{source}). Compile it the same way (the
-precision hint then applies to the parts left in float); its vectors are close to but not equal to f32 (see the
-parity table). int8 pays on CPUs with VNNI / AMX-INT8 instructions; elsewhere measure it against f32 first.
+matrix products, ranges measured on {samples} calibration texts{source}; NNCF options: {options}). Compile it the
+same way (the precision hint then applies to the parts left in float); its vectors are close to but not equal to f32
+(see the parity table). int8 pays on CPUs with VNNI / AMX-INT8 instructions; elsewhere measure it against f32 first.
 """
 
 PROMPTS_SECTION = """
@@ -237,7 +237,8 @@ def _openvino_int8_note(manifest: dict[str, Any]) -> str:
     if not entry:
         return ""
     source = f" from {entry['calibration_source']}" if entry.get("calibration_source") else ""
-    return OPENVINO_INT8_NOTE.format(samples=entry["calibration_samples"], source=source)
+    return OPENVINO_INT8_NOTE.format(samples=entry["calibration_samples"], source=source,
+                                     options=entry.get("options_text", "defaults"))
 
 
 _ENCODING_FIELD = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids": "type_ids"}

@@ -1,9 +1,9 @@
-"""OpenVINO artefacts of an ONNX export: the IR with f32 weights, and its int8 version quantised statically by NNCF.
+"""OpenVINO artefacts of an ONNX export: the IR with f32 weights, its compiled runner, and the calibration inputs
+of its int8 version (quantised by NNCF in nncf_int8.py).
 
 The int8 IR (``openvino/openvino_model_int8.xml``) is NNCF's post-training quantisation of the f32 IR for
-transformers (``nncf.ModelType.TRANSFORMER``: SmoothQuant, int8 weights and activations on the matrix products,
-fast bias correction), with activation ranges measured on calibration texts: the folder's fit corpus or the user's
-own (``export-onnx --calibration``). Each calibration text is fed alone (no padding), truncated as the tokenizer
+transformers, with activation ranges measured on calibration texts: the folder's fit corpus or the user's own
+(``export-onnx --calibration``). Each calibration text is fed alone (no padding), truncated as the tokenizer
 truncates, so the ranges are those of real tokens.
 """
 
@@ -16,10 +16,11 @@ from pathlib import Path
 import numpy as np
 
 from .artefacts import OPENVINO_DIR, OPENVINO_FILE, OPENVINO_INT8_FILE  # noqa: F401  (their names, as before)
+from .nncf_int8 import DEFAULT_CALIBRATION_SIZE
 
 logger = logging.getLogger(__name__)
 
-CALIBRATION_SAMPLES = 300  # NNCF's default subset size; a seeded sample of the calibration texts when there are more
+CALIBRATION_SAMPLES = DEFAULT_CALIBRATION_SIZE  # a seeded sample of the calibration texts when there are more
 CALIBRATION_SEED = 0
 
 
@@ -66,17 +67,3 @@ def calibration_inputs(tokenizer, texts: Sequence[str], inputs: list[str]) -> li
         encoded = tokenizer([text], truncation=True, return_tensors="np")
         items.append({name: encoded[name].astype(np.int64) for name in inputs})
     return items
-
-
-def quantize_openvino_int8(xml: Path, out_xml: Path, items: list[dict[str, np.ndarray]]) -> dict[str, object]:
-    """NNCF static int8 quantisation of the IR ``xml`` calibrated on ``items``; writes ``out_xml``. Returns what
-    the manifest records (NNCF version, samples, settings)."""
-    import nncf
-    import openvino
-
-    model = openvino.Core().read_model(str(xml))
-    quantized = nncf.quantize(model, nncf.Dataset(items), model_type=nncf.ModelType.TRANSFORMER,
-                              subset_size=len(items))
-    openvino.save_model(quantized, str(out_xml), compress_to_fp16=False)
-    return {"file": f"{OPENVINO_DIR}/{out_xml.name}", "nncf": nncf.__version__, "model_type": "transformer",
-            "calibration_samples": len(items)}

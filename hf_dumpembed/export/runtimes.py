@@ -2,7 +2,8 @@
 
 One table (``RUNTIMES``) names them all: the torch model in fp32 and in bf16 (the model folder the export was made
 from), the graphs of the export folder in onnxruntime (portable, fused, int8) and in OpenVINO (the IR compiled at
-f32 and at bf16 precision, NNCF's int8 IR). Each runtime's *arithmetic* (fp32, bf16, int8) says which parity
+f32 and at bf16 precision, NNCF's int8 IR at f32 and at bf16 precision for the parts left in float). Each
+runtime's *arithmetic* (fp32, bf16, int8) says which parity
 tolerance it is held to (``onnx.MIN_COSINE``, ``onnx.FP32_TOLERANCE``); ``available_runtimes`` opens those whose
 file and packages are present and says why the others are left out.
 
@@ -53,6 +54,8 @@ RUNTIMES = (
     RuntimeSpec("OpenVINO f32", "openvino", f"{OPENVINO_DIR}/{OPENVINO_FILE}", "fp32", "f32"),
     RuntimeSpec("OpenVINO bf16", "openvino", f"{OPENVINO_DIR}/{OPENVINO_FILE}", "bf16", "bf16"),
     RuntimeSpec("OpenVINO int8", "openvino", f"{OPENVINO_DIR}/{OPENVINO_INT8_FILE}", "int8", "f32"),
+    # the int8 IR with what stays float in bf16 (runs as f32 on CPUs without AVX512-BF16 / AMX)
+    RuntimeSpec("OpenVINO int8 bf16", "openvino", f"{OPENVINO_DIR}/{OPENVINO_INT8_FILE}", "int8", "bf16"),
 )
 RUNTIME_NAMES = tuple(spec.name for spec in RUNTIMES)
 ENGINE_PACKAGES = {"torch": "torch", "onnxruntime": "onnxruntime", "openvino": "openvino"}

@@ -180,6 +180,17 @@ def measure_lengths(runs: dict[str, Runner], tokenizer, inputs: list[str], args:
     return lengths
 
 
+def finish_cpu_run(section: str, title: str, order: int, tables: list[Table], output: Path | None, result: dict
+                   ) -> None:
+    """The tail of a CPU serving bench: the record with this machine, its CPU flags and the load averages the
+    result measured around its timing."""
+    machine = {**this_machine(result["load_average_before"], result["load_average_after"]),
+               "cpu_flags": result["cpu_flags"]}
+    finish_run(section, tables, title=title, order=order, output=output, result=result, machine=machine,
+               load_average=result["load_average_before"], load_average_after=result["load_average_after"],
+               summary=f"CPU flags: {', '.join(result['cpu_flags']) or 'none of the listed'}", show=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--short", type=int, default=256, help="short texts (docstring paragraphs; default: 256)")
@@ -233,12 +244,7 @@ def main() -> None:
         result["quality"] = measure_quality(scored, tokenizer, inputs, args.data_dir, args.batch_size, args.max_length,
                                             args.max_queries, args.max_documents)
     section, title = section_and_title(result["cpu_flags"])
-    machine = {**this_machine(result["load_average_before"], result["load_average_after"]),
-               "cpu_flags": result["cpu_flags"]}
-    finish_run(section, record_tables(result), title=title, order=ORDER, output=args.output, result=result,
-               machine=machine, load_average=result["load_average_before"],
-               load_average_after=result["load_average_after"],
-               summary=f"CPU flags: {', '.join(result['cpu_flags']) or 'none of the listed'}", show=True)
+    finish_cpu_run(section, title, ORDER, record_tables(result), args.output, result)
 
 
 if __name__ == "__main__":

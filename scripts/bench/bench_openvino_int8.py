@@ -1,0 +1,223 @@
+"""OpenVINO int8: what each NNCF choice does to speed and quality, one option at a time, beside f32 and bf16.
+
+Model and export as in bench_onnx.py (--model, --onnx: an `export-onnx --openvino` folder; its f32 IR is quantised
+here again for every variant). Variants (`hf_dumpembed.export.nncf_int8.Int8Options`, `export-onnx --int8-...`):
+NNCF's defaults for transformers (performance preset, SmoothQuant alpha 0.95, 300 calibration texts), then one
+choice changed each: the mixed preset; SmoothQuant off / alpha 0.5; 100 / 1,000 calibration texts; each part kept in
+float (the projection head, the first and last layers, every layer's attention inputs, every MLP down-projection, the
+attention scores); with --accuracy-control, NNCF's accuracy-aware quantisation at a mean-cosine drop of 0.002 on 100
+validation texts held back from the calibration ones. Calibration texts: a seeded sample of the training split's
+documents and queries (StdlibCodeTrain, never the held-out sets). Each variant's IR is written under --work and
+reused by a later run with the same options (resume).
+
+* quality: nDCG@10 on the held-out collections (mteb's metric code), relative change vs torch fp32, min cosine;
+* speed: torch fp32, OpenVINO f32 and bf16, every variant compiled at f32 precision, and the defaults' IR compiled at
+  bf16 precision (int8 products, bf16 for what stays float: only differs from f32 on CPUs with AVX512-BF16/AMX);
+  same length-sorted batches, interleaved per batch, medians over --repeats, short and long texts apart.
+
+    python scripts/bench/bench_openvino_int8.py --model runs/qs/minilm-k4-spectemp128 --onnx runs/qs/onnx \
+        --short 128 --long 64 --repeats 5 --max-queries 200 --max-documents 400 --output runs/bench_ov_int8.json
+
+It writes the BENCHMARKS.md record of this CPU's class (openvino-int8-<class>: the speed ranking changes with the
+instruction sets; the quality columns do not depend on them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from dataclasses import asdict
+from datetime import date
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_onnx import finish_cpu_run, measure_lengths, measure_quality  # noqa: E402
+from benchmarks import Table, add_output_arguments, record_only  # noqa: E402
+
+from hf_dumpembed.data.beir import load_beir  # noqa: E402
+from hf_dumpembed.data.corpora import TRAIN_COLLECTION  # noqa: E402
+from hf_dumpembed.export.artefacts import OPENVINO_DIR, OPENVINO_FILE, OUTPUT_NAME  # noqa: E402
+from hf_dumpembed.export.nncf_int8 import SMOOTH_QUANT_OFF, Int8Options, quantize_openvino_int8  # noqa: E402
+from hf_dumpembed.export.openvino import calibration_inputs, calibration_sample, openvino_runner  # noqa: E402
+from hf_dumpembed.export.runtimes import available_runtimes  # noqa: E402
+from hf_dumpembed.export.serve_bench import cpu_class, cpu_flags, load_average  # noqa: E402
+
+ORDER = 17
+BASELINES = ("torch fp32", "OpenVINO f32", "OpenVINO bf16")
+DEFAULTS_BF16 = "int8 defaults, float parts bf16"
+VARIANTS = {
+    "defaults": Int8Options(),
+    "preset mixed": Int8Options(preset="mixed"),
+    "SmoothQuant off": Int8Options(smooth_quant_alpha=SMOOTH_QUANT_OFF),
+    "SmoothQuant 0.5": Int8Options(smooth_quant_alpha=0.5),
+    "100 calibration texts": Int8Options(calibration_size=100),
+    "1000 calibration texts": Int8Options(calibration_size=1000),
+    "float head": Int8Options(ignore=("head",)),
+    "float first+last layer": Int8Options(ignore=("first-layer", "last-layer")),
+    "float attention inputs": Int8Options(ignore=("attention-inputs",)),
+    "float MLP down": Int8Options(ignore=("mlp-down",)),
+    "float attention scores": Int8Options(ignore=("attention-scores",)),
+    # the two best single choices for quality, together
+    "mixed + float attention inputs": Int8Options(preset="mixed", ignore=("attention-inputs",)),
+}
+ACCURACY_CONTROL = {"accuracy control": Int8Options(max_cosine_drop=0.002)}
+
+
+def section_and_title(flags: list[str]) -> tuple[str, str]:
+    slug, description = cpu_class(flags)
+    return f"openvino-int8-{slug}", f"OpenVINO int8 options on {description}: each NNCF choice, speed and quality"
+
+
+def quantized_variants(xml: Path, work: Path, variants: dict[str, Int8Options], tokenizer, inputs: list[str],
+                       texts: list[str]) -> dict[str, dict]:
+    """Quantise the IR once per variant under ``work`` (kept when its options match: resume); their manifests."""
+    entries = {}
+    for index, (name, options) in enumerate(variants.items()):
+        out_xml = work / f"variant_{index:02d}" / "openvino_model_int8.xml"
+        manifest = out_xml.with_suffix(".json")
+        if manifest.is_file() and json.loads(manifest.read_text()).get("options") == json.loads(
+                json.dumps(asdict(options))):
+            entries[name] = json.loads(manifest.read_text())
+            print(f"{name}: reusing {out_xml}", flush=True)  # noqa: T201
+            continue
+        print(f"{name}: quantising ({options.describe()}) ...", flush=True)  # noqa: T201
+        out_xml.parent.mkdir(parents=True, exist_ok=True)
+        items = calibration_inputs(tokenizer, calibration_sample(texts, options.texts_needed), inputs)
+        started = time.perf_counter()
+        entry = quantize_openvino_int8(xml, out_xml, items, options, OUTPUT_NAME)
+        entry.update(quantise_seconds=time.perf_counter() - started, xml=str(out_xml))
+        manifest.write_text(json.dumps(entry, indent=1, default=list))
+        entries[name] = json.loads(manifest.read_text())
+        print(f"{name}: {entry['quantise_seconds']:.0f} s, {entry['float_nodes']} nodes kept float", flush=True)  # noqa: T201
+    return entries
+
+
+def scored_quality(args: argparse.Namespace, scored: dict, entries: dict[str, dict], tokenizer, inputs: list[str]
+                   ) -> dict:
+    """nDCG@10 of every scored runtime; with --reuse-quality, the earlier --output's scores of runtimes whose IR
+    options are unchanged are kept and only the others are scored (torch fp32 again, as their reference)."""
+    earlier: dict = {}
+    if args.reuse_quality and args.output is not None and args.output.is_file():
+        previous = json.loads(args.output.read_text())
+        same = {name for name in scored if name not in entries or previous.get("variants", {}).get(
+            name, {}).get("options") == entries[name]["options"]}
+        earlier = {c: {n: v for n, v in rows.items() if n in same} for c, rows in previous.get("quality", {}).items()}
+    missing = {name: run for name, run in scored.items()
+               if not earlier or any(name not in rows for rows in earlier.values())}
+    if not missing:
+        return earlier
+    fresh = measure_quality({"torch fp32": scored["torch fp32"], **missing}, tokenizer, inputs, args.data_dir,
+                            args.batch_size, args.max_length, args.max_queries, args.max_documents)
+    return {c: {**earlier.get(c, {}), **rows} for c, rows in fresh.items()}
+
+
+def variant_table(result: dict) -> Table:
+    """One row per variant: its options, nodes kept float, quantisation time, nDCG change, min cosine, speed-ups."""
+    quality, lengths = result.get("quality", {}), result["lengths"]
+    rows = []
+    for name, entry in {**{n: None for n in BASELINES if n != "torch fp32"}, **result["variants"],
+                        DEFAULTS_BF16: None}.items():
+        row = [name, entry["options_text"] if entry else "-", entry["float_nodes"] if entry else "-",
+               entry["quantise_seconds"] if entry else "-"]
+        if quality and name in next(iter(quality.values())):
+            base = statistics.mean(quality[c]["torch fp32"]["ndcg_at_10"] for c in quality)
+            mine = statistics.mean(quality[c][name]["ndcg_at_10"] for c in quality)
+            row += [mine / base - 1, min(quality[c][name]["min_cosine"] for c in quality)]
+        else:
+            row += ["-", "-"]
+        for run in lengths.values():
+            base_s = run["speed"]["torch fp32"]["median_s"]
+            bf16_s = run["speed"]["OpenVINO bf16"]["median_s"]
+            mine_s = run["speed"][name]["median_s"]
+            row += [base_s / mine_s, bf16_s / mine_s]
+        rows.append(row)
+    speed_columns = [c for length in lengths for c in (f"{length} vs torch fp32", f"{length} vs OpenVINO bf16")]
+    columns = ["runtime / variant", "options", "float nodes", "quantise s", "mean nDCG@10 change vs torch",
+               "min cosine", *speed_columns]
+    return Table(columns=columns, rows=rows,
+                 caption="Each variant changes one choice from NNCF's transformer defaults; speed-ups are ratios of "
+                         "medians in the same interleaved run (the speed tables below); quality on the held-out "
+                         "collections (the nDCG table below)",
+                 formats={"quantise s": 0, "mean nDCG@10 change vs torch": "+.2%", "min cosine": 4,
+                          **{c: 2 for c in speed_columns}})
+
+
+def record_tables(result: dict) -> list[Table]:
+    from bench_onnx import record_tables as onnx_tables
+
+    return [variant_table(result), *onnx_tables(result)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", type=Path, required=True, help="a DumpEmbed folder")
+    parser.add_argument("--onnx", type=Path, required=True, help="its export-onnx --openvino folder")
+    parser.add_argument("--work", type=Path, default=Path("runs/bench_ov_int8"),
+                        help="where the variants' IRs are written (and reused; default: runs/bench_ov_int8)")
+    parser.add_argument("--accuracy-control", action="store_true",
+                        help="add NNCF's accuracy-aware variant (slow: it re-validates after every quantiser it "
+                             "returns to float)")
+    parser.add_argument("--short", type=int, default=128, help="short texts (default: 128)")
+    parser.add_argument("--long", type=int, default=64, help="long texts (default: 64)")
+    parser.add_argument("--repeats", type=int, default=5, help="timed repeats per runtime (default: 5)")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--threads", type=int, default=2, help="threads of every runtime (default: 2)")
+    parser.add_argument("--max-length", type=int, default=256, help="truncation in tokens (default: 256)")
+    parser.add_argument("--data-dir", type=Path, default=Path("data"),
+                        help="held-out collections and StdlibCodeTrain (scripts/build_datasets.py)")
+    parser.add_argument("--max-queries", type=int, default=None, help="subsample each collection's queries")
+    parser.add_argument("--max-documents", type=int, default=None, help="subsample each collection's documents")
+    parser.add_argument("--reuse-quality", action="store_true",
+                        help="keep the nDCG scores of the earlier --output for runtimes whose options are unchanged "
+                             "(the scores do not depend on the load; re-time on a quiet machine without re-scoring)")
+    parser.add_argument("--variants", nargs="+", default=None, metavar="NAME",
+                        help=f"only these variants ('defaults' always runs; names: {', '.join(VARIANTS)})")
+    add_output_arguments(parser)
+    args = parser.parse_args()
+    if args.output is not None and args.output.is_file() and args.record_only:
+        flags = json.loads(args.output.read_text())["cpu_flags"]
+        section, title = section_and_title(flags)
+        record_only(args, section, record_tables, title, ORDER)
+        return
+    torch.set_num_threads(args.threads)
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(args.model), trust_remote_code=True)
+    inputs = json.loads((args.onnx / "onnx_export.json").read_text())["inputs"]
+    train = load_beir(args.data_dir / TRAIN_COLLECTION, "train")
+    texts = [train.document_text(d) for d in train.corpus] + list(train.queries.values())
+    variants = {**VARIANTS, **(ACCURACY_CONTROL if args.accuracy_control else {})}
+    if args.variants:
+        unknown = sorted(set(args.variants) - set(variants))
+        if unknown:
+            raise SystemExit(f"unknown variants {unknown}; the variants are: {', '.join(variants)}.")
+        variants = {name: options for name, options in variants.items()
+                    if name == "defaults" or name in args.variants}
+    entries = quantized_variants(args.onnx / OPENVINO_DIR / OPENVINO_FILE, args.work, variants, tokenizer, inputs,
+                                 texts)
+    opened, _ = available_runtimes(args.onnx, args.model, args.threads)
+    runs = {runtime.name: runtime.run for runtime in opened if runtime.name in BASELINES}
+    for name, entry in entries.items():
+        runs[name] = openvino_runner(Path(entry["xml"]), "f32", OUTPUT_NAME, args.threads)
+    runs[DEFAULTS_BF16] = openvino_runner(Path(entries["defaults"]["xml"]), "bf16", OUTPUT_NAME, args.threads)
+    result = {"date": date.today().isoformat(), "threads": args.threads, "repeats": args.repeats,
+              "batch_size": args.batch_size, "max_length": args.max_length, "cpu_flags": cpu_flags(),
+              "variants": entries}
+    native_bf16 = any(flag in result["cpu_flags"] for flag in ("avx512_bf16", "amx_bf16"))
+    scored = {name: run for name, run in runs.items()  # the fp32 graphs match torch; bf16 runs as f32 without it
+              if name not in ("OpenVINO f32", "OpenVINO bf16") and (native_bf16 or name != DEFAULTS_BF16)}
+    result["quality"] = scored_quality(args, scored, entries, tokenizer, inputs)
+    result["load_average_before"] = load_average()
+    result["lengths"] = measure_lengths(runs, tokenizer, inputs, args)
+    result["load_average_after"] = load_average()
+    section, title = section_and_title(result["cpu_flags"])
+    finish_cpu_run(section, title, ORDER, record_tables(result), args.output, result)
+
+
+if __name__ == "__main__":
+    main()
