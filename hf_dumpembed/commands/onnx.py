@@ -32,14 +32,15 @@ bfloat16 matrix products on CPUs with AVX512-BF16/AMX); the README shows how to 
 --int8 with --openvino also writes openvino/openvino_model_int8.xml: NNCF's static int8 quantisation (weights and
 activations), calibrated on a seeded sample of --calibration-size (300) of --calibration's texts or, by default, of
 the folder's fit corpus (read again from the path its projection_info records, checked against its sha256; a BEIR
-folder's queries join its documents); checked like model_int8.onnx (min cosine >= 0.95). Calibrate on texts like the ones you
-will embed (in one check, ranges from code alone left English sentences at min cosine 0.92, refused). NNCF's choices:
---int8-preset (performance: symmetric activations; mixed: asymmetric), --int8-smooth-quant (SmoothQuant alpha of the
-matrix products, default NNCF's 0.95, or off), --int8-float (parts kept in float, found by the graph's structure:
-head, first-layer, last-layer, attention-inputs, mlp-down, attention-scores) and --int8-accuracy-control DROP (NNCF's
-accuracy-aware quantisation: quantisers go back to float until the mean cosine to the f32 IR's vectors on 100 texts
-held back from the calibration sample is within DROP of 1; slow). What each did on a trained MiniLM is in
-BENCHMARKS.md (OpenVINO int8 options); the options used are recorded in onnx_export.json and the README.
+folder's queries join its documents); checked like model_int8.onnx (min cosine >= 0.95). Calibrate on texts like the
+ones you will embed (in one check, ranges from code alone left English sentences at min cosine 0.92, refused).
+NNCF's choices: --int8-preset (performance: symmetric activations; mixed: asymmetric), --int8-smooth-quant
+(SmoothQuant alpha of the matrix products, default NNCF's 0.95, or off), --int8-float (parts kept in float, found by
+the graph's structure: head, first-layer, last-layer, attention-inputs, mlp-down, attention-scores) and
+--int8-accuracy-control DROP (NNCF's accuracy-aware quantisation: quantisers go back to float until the mean cosine
+to the f32 IR's vectors on 100 texts held back from the calibration sample is within DROP of 1; slow). What each did
+on a trained MiniLM is in BENCHMARKS.md (OpenVINO int8 options); the options used are recorded in onnx_export.json
+and the README.
 Needs pip install 'hf_dumpembed[onnx]' (and 'hf_dumpembed[openvino]', which brings nncf).
 """
 
