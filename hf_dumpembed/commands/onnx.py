@@ -6,8 +6,9 @@ import argparse
 from pathlib import Path
 
 from .._utils.console import say
-from ..export.nncf_int8 import DEFAULT_CALIBRATION_SIZE, IGNORABLE, PRESETS, SMOOTH_QUANT_OFF
+from ..export.nncf_int8 import DEFAULT_PRESET, IGNORABLE, PRESETS, SMOOTH_QUANT_OFF
 from ..export.onnx import OPENVINO_PRECISIONS
+from ..export.openvino import DEFAULT_CALIBRATION_SIZE
 from . import add_trust_flag
 
 DESCRIPTION = """\
@@ -65,33 +66,35 @@ def calibration_corpus(args: argparse.Namespace):
     return corpus
 
 
-NNCF_DEFAULTS = {"int8_preset": "performance", "int8_smooth_quant": None, "calibration_size": DEFAULT_CALIBRATION_SIZE,
-                 "int8_float": None, "int8_accuracy_control": None}
+# Each NNCF option's field (hf_dumpembed.export.nncf_int8.Int8Options) and the flag that sets it.
+NNCF_FLAGS = {"preset": "--int8-preset", "smooth_quant_alpha": "--int8-smooth-quant",
+              "calibration_size": "--calibration-size", "ignore": "--int8-float",
+              "max_cosine_drop": "--int8-accuracy-control"}
 
 
 def smooth_quant_alpha(value: str) -> float:
-    """--int8-smooth-quant: a number in [0, 1], or ``off``."""
+    """--int8-smooth-quant: a number (Int8Options checks it lies in [0, 1]), or ``off``."""
     if value.lower() == "off":
         return SMOOTH_QUANT_OFF
     try:
-        alpha = float(value)
+        return float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number in [0, 1] or 'off', not {value!r}") from None
-    if not 0.0 <= alpha <= 1.0:
-        raise argparse.ArgumentTypeError(f"SmoothQuant alpha must lie in [0, 1], not {alpha}")
-    return alpha
 
 
 def int8_options(args: argparse.Namespace):
-    """The NNCF options of the command line; ValueError when one is given without --int8 --openvino."""
+    """The NNCF options of the command line; ValueError for a bad value, or when one differs from its default
+    without --int8 --openvino."""
     from ..export.nncf_int8 import Int8Options
 
-    given = [f"--{flag.replace('_', '-')}" for flag, default in NNCF_DEFAULTS.items() if getattr(args, flag) != default]
+    options = Int8Options(preset=args.int8_preset, smooth_quant_alpha=args.int8_smooth_quant,
+                          calibration_size=args.calibration_size, ignore=tuple(args.int8_float or ()),
+                          max_cosine_drop=args.int8_accuracy_control)
+    defaults = Int8Options()
+    given = [flag for field, flag in NNCF_FLAGS.items() if getattr(options, field) != getattr(defaults, field)]
     if given and not (args.int8 and args.openvino):
         raise ValueError(f"{', '.join(given)} choose how OpenVINO int8 is quantised; add --int8 --openvino.")
-    return Int8Options(preset=args.int8_preset, smooth_quant_alpha=args.int8_smooth_quant,
-                       calibration_size=args.calibration_size, ignore=tuple(args.int8_float or ()),
-                       max_cosine_drop=args.int8_accuracy_control)
+    return options
 
 
 def _export_onnx(args: argparse.Namespace) -> None:
@@ -137,7 +140,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--calibration-size", type=int, default=DEFAULT_CALIBRATION_SIZE, metavar="N",
                         help=f"with --int8 --openvino: calibration texts NNCF measures ranges on "
                              f"(default: {DEFAULT_CALIBRATION_SIZE})")
-    parser.add_argument("--int8-preset", choices=list(PRESETS), default="performance",
+    parser.add_argument("--int8-preset", choices=list(PRESETS), default=DEFAULT_PRESET,
                         help="with --int8 --openvino: NNCF preset (performance: symmetric int8 activations; mixed: "
                              "asymmetric ones; default: performance)")
     parser.add_argument("--int8-smooth-quant", type=smooth_quant_alpha, default=None, metavar="ALPHA|off",

@@ -30,12 +30,14 @@ from pathlib import Path
 import numpy as np
 
 from .artefacts import OPENVINO_DIR
+from .openvino import DEFAULT_CALIBRATION_SIZE
+from .runtimes import row_cosines
 
 logger = logging.getLogger(__name__)
 
-PRESETS = ("performance", "mixed")
+DEFAULT_PRESET = "performance"
+PRESETS = (DEFAULT_PRESET, "mixed")
 IGNORABLE = ("head", "first-layer", "last-layer", "attention-inputs", "mlp-down", "attention-scores")
-DEFAULT_CALIBRATION_SIZE = 300  # NNCF's default subset size
 DEFAULT_VALIDATION_SIZE = 100
 SMOOTH_QUANT_OFF = -1.0  # NNCF's value for "no SmoothQuant"
 
@@ -46,7 +48,7 @@ class Int8Options:
     ``SMOOTH_QUANT_OFF`` disables SmoothQuant; ``max_cosine_drop``: None quantises once, a value turns on NNCF's
     accuracy control with the mean-cosine metric on ``validation_size`` held-back texts."""
 
-    preset: str = "performance"
+    preset: str = DEFAULT_PRESET
     smooth_quant_alpha: float | None = None
     calibration_size: int = DEFAULT_CALIBRATION_SIZE
     ignore: tuple[str, ...] = ()
@@ -75,10 +77,18 @@ class Int8Options:
         """Calibration texts plus, under accuracy control, the validation texts held back from them."""
         return self.calibration_size + (self.validation_size if self.max_cosine_drop is not None else 0)
 
+    def require_texts(self, count: int) -> None:
+        """ValueError when ``count`` calibration texts leave none to calibrate on once accuracy control has held
+        back its validation texts."""
+        if self.max_cosine_drop is not None and count <= self.validation_size:
+            raise ValueError(f"accuracy control holds back {self.validation_size} validation texts from the {count} "
+                             "calibration texts and needs some left: give more calibration texts (export-onnx "
+                             "--calibration) or a smaller validation size. Nothing was written.")
+
     def describe(self) -> str:
         """One line naming every choice that differs from the defaults ("defaults" when none does)."""
         parts = []
-        if self.preset != "performance":
+        if self.preset != DEFAULT_PRESET:
             parts.append(f"preset {self.preset}")
         if self.smooth_quant_alpha is not None:
             parts.append("SmoothQuant off" if self.smooth_quant_alpha == SMOOTH_QUANT_OFF
@@ -101,36 +111,33 @@ def _constant_source(node) -> bool:
 
 
 def graph_parts(model) -> dict[str, list[str]]:
-    """The friendly names of the IR's nodes in each ``IGNORABLE`` part (see the module docstring). ValueError when
-    the weight products do not split into equal layers (then only ``head`` and ``attention-scores`` can be
-    named)."""
+    """The friendly names of the IR's nodes in each ``IGNORABLE`` part (see the module docstring), and ``layers``:
+    each layer's weight products. When the weight products do not split into equal layers stacked in depth, only
+    ``head`` and ``attention-scores`` are found (``layers`` is empty)."""
     depth: dict[str, int] = {}
     weight_products, activation_products = [], []
     for op in model.get_ordered_ops():
-        inputs = [value.get_node() for value in op.input_values()]
-        depth[op.get_friendly_name()] = 1 + max((depth.get(node.get_friendly_name(), 0) for node in inputs), default=0)
+        name = op.get_friendly_name()
+        inputs = list(op.input_values())
+        depth[name] = 1 + max((depth.get(value.get_node().get_friendly_name(), 0) for value in inputs), default=0)
         if op.get_type_name() != "MatMul":
             continue
-        constant = [_constant_source(node) for node in inputs]
-        if any(constant):
-            data = inputs[constant.index(False)] if not all(constant) else None
-            rank = op.input_value(constant.index(False)).get_partial_shape().rank if data is not None else None
-            weight_products.append((depth[op.get_friendly_name()], op.get_friendly_name(),
-                                    rank.get_length() if rank is not None and rank.is_static else None))
-        else:
-            activation_products.append(op.get_friendly_name())
-    head = [name for _, name, rank in weight_products if rank == 2]
+        data = [value for value in inputs if not _constant_source(value.get_node())]
+        if len(data) == len(inputs):
+            activation_products.append(name)
+            continue
+        rank = data[0].get_partial_shape().rank if data else None
+        weight_products.append((depth[name], name, rank.get_length() if rank is not None and rank.is_static else None))
+    parts = {"head": [name for _, name, rank in weight_products if rank == 2], "attention-scores": activation_products,
+             "layers": []}
     body = sorted((d, name) for d, name, rank in weight_products if rank != 2)
-    parts = {"head": head, "attention-scores": activation_products}
     blocks = len(activation_products) // 2
     if blocks == 0 or len(activation_products) % 2 or len(body) % blocks:
-        parts["layers"] = []
         return parts
     size = len(body) // blocks
     layers = [body[i * size:(i + 1) * size] for i in range(blocks)]
     if any(layers[i][-1][0] >= layers[i + 1][0][0] for i in range(blocks - 1)):
-        parts["layers"] = []  # the layers overlap in depth: not a plain stack
-        return parts
+        return parts  # the layers overlap in depth: not a plain stack
     parts["layers"] = [[name for _, name in layer] for layer in layers]
     parts["first-layer"] = parts["layers"][0]
     parts["last-layer"] = parts["layers"][-1]
@@ -171,11 +178,10 @@ def _mean_cosine_metric(reference: list[np.ndarray], output_name: str | None):
     validation items are (index, inputs) pairs."""
     def validate(compiled, items) -> tuple[float, list[float]]:
         output = compiled.output(output_name) if output_name else compiled.output(0)
-        cosines = []
-        for index, inputs in items:
-            vector = np.asarray(compiled(inputs)[output], dtype=np.float64).reshape(-1)
-            target = reference[index].astype(np.float64).reshape(-1)
-            cosines.append(float(vector @ target / (np.linalg.norm(vector) * np.linalg.norm(target) + 1e-12)))
+        pairs = list(items)
+        vectors = np.stack([np.asarray(compiled(inputs)[output], dtype=np.float64).reshape(-1) for _, inputs in pairs])
+        targets = np.stack([reference[index].astype(np.float64).reshape(-1) for index, _ in pairs])
+        cosines = row_cosines(vectors, targets).tolist()
         return float(np.mean(cosines)), cosines
     return validate
 
@@ -189,11 +195,9 @@ def quantize_openvino_int8(xml: Path, out_xml: Path, items: list[dict[str, np.nd
     import openvino
 
     options = options or Int8Options()
-    if options.max_cosine_drop is not None and len(items) <= options.validation_size:
-        raise ValueError(f"accuracy control holds back {options.validation_size} validation texts from the "
-                         f"{len(items)} calibration texts and needs some left: give more calibration texts or a "
-                         "smaller validation size.")
-    model = openvino.Core().read_model(str(xml))
+    options.require_texts(len(items))
+    core = openvino.Core()
+    model = core.read_model(str(xml))
     names = ignored_names(model, options.ignore)
     common = {"preset": nncf.QuantizationPreset(options.preset), "model_type": nncf.ModelType.TRANSFORMER,
               "ignored_scope": nncf.IgnoredScope(names=names) if names else None}
@@ -206,20 +210,18 @@ def quantize_openvino_int8(xml: Path, out_xml: Path, items: list[dict[str, np.nd
         entry["calibration_samples"] = len(items)
     else:
         calibration, validation = items[:-options.validation_size], items[-options.validation_size:]
-        compiled = openvino.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+        f32 = {"INFERENCE_PRECISION_HINT": "f32"}
+        compiled = core.compile_model(model, "CPU", f32)
         output = compiled.output(output_name) if output_name else compiled.output(0)
-        reference = [np.asarray(compiled(inputs)[output]) for inputs in validation]
+        metric = _mean_cosine_metric([np.asarray(compiled(inputs)[output]) for inputs in validation], output_name)
         from nncf.quantization.advanced_parameters import AdvancedAccuracyRestorerParameters
 
         quantized = nncf.quantize_with_accuracy_control(
             model, nncf.Dataset(calibration), nncf.Dataset(list(enumerate(validation)), lambda pair: pair[1]),
-            _mean_cosine_metric(reference, output_name), max_drop=options.max_cosine_drop,
-            drop_type=nncf.DropType.ABSOLUTE,
+            metric, max_drop=options.max_cosine_drop, drop_type=nncf.DropType.ABSOLUTE,
             subset_size=len(calibration), advanced_quantization_parameters=_advanced_parameters(options),
             advanced_accuracy_restorer_parameters=AdvancedAccuracyRestorerParameters(), **common)
-        achieved, _ = _mean_cosine_metric(reference, output_name)(
-            openvino.Core().compile_model(quantized, "CPU", {"INFERENCE_PRECISION_HINT": "f32"}),
-            enumerate(validation))
+        achieved, _ = metric(core.compile_model(quantized, "CPU", f32), enumerate(validation))
         entry.update(calibration_samples=len(calibration), validation_samples=len(validation),
                      validation_mean_cosine=achieved, target_met=bool(achieved >= 1 - options.max_cosine_drop))
         if not entry["target_met"]:

@@ -55,7 +55,7 @@ from .openvino import (
     convert_openvino,
     openvino_runner,
 )
-from .runtimes import onnxruntime_runner, torch_vectors
+from .runtimes import onnxruntime_runner, row_cosines, torch_vectors
 from .stock_compat import legacy_tokenizer_config
 
 logger = logging.getLogger(__name__)
@@ -156,8 +156,7 @@ def compare(name: str, reference: np.ndarray, vectors: np.ndarray, kind: str) ->
     finite = bool(np.isfinite(vectors).all()) and vectors.shape == reference.shape
     if finite:
         diff = float(np.abs(vectors - reference).max())
-        norms = np.linalg.norm(vectors, axis=1) * np.linalg.norm(reference, axis=1)
-        cosine = float(((vectors * reference).sum(axis=1) / np.maximum(norms, 1e-12)).min())
+        cosine = float(row_cosines(vectors, reference).min())
     else:
         diff, cosine = float("nan"), float("nan")
     if kind in MIN_COSINE:
@@ -302,10 +301,7 @@ def check_request(int8: bool, openvino: bool, precision: str, calibration_texts:
                          "the texts the model will embed (its fit corpus, or your own; export-onnx "
                          "--calibration PATH). Nothing was written.")
     sample = calibration_sample(calibration_texts, int8_options.texts_needed)
-    if int8_options.max_cosine_drop is not None and len(sample) <= int8_options.validation_size:
-        raise ValueError(f"OpenVINO int8 accuracy control holds back {int8_options.validation_size} validation texts "
-                         f"from the calibration texts, and there are only {len(sample)}: give more texts "
-                         "(--calibration). Nothing was written.")
+    int8_options.require_texts(len(sample))
     return sample
 
 

@@ -16,11 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from .artefacts import OPENVINO_DIR, OPENVINO_FILE, OPENVINO_INT8_FILE  # noqa: F401  (their names, as before)
-from .nncf_int8 import DEFAULT_CALIBRATION_SIZE
 
 logger = logging.getLogger(__name__)
 
-CALIBRATION_SAMPLES = DEFAULT_CALIBRATION_SIZE  # a seeded sample of the calibration texts when there are more
+DEFAULT_CALIBRATION_SIZE = 300  # NNCF's default subset size; a seeded sample of the calibration texts when more
 CALIBRATION_SEED = 0
 
 
@@ -47,7 +46,7 @@ def convert_openvino(onnx_path: Path, xml: Path) -> None:
     openvino.save_model(model, str(xml), compress_to_fp16=False)
 
 
-def calibration_sample(texts: Sequence[str], limit: int = CALIBRATION_SAMPLES, seed: int = CALIBRATION_SEED
+def calibration_sample(texts: Sequence[str], limit: int = DEFAULT_CALIBRATION_SIZE, seed: int = CALIBRATION_SEED
                        ) -> list[str]:
     """All non-blank ``texts`` up to ``limit``, else a seeded sample of ``limit`` of them (in their order)."""
     texts = [t for t in texts if t and t.strip()]

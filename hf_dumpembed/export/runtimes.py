@@ -61,6 +61,12 @@ RUNTIME_NAMES = tuple(spec.name for spec in RUNTIMES)
 ENGINE_PACKAGES = {"torch": "torch", "onnxruntime": "onnxruntime", "openvino": "openvino"}
 
 
+def row_cosines(vectors: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """The cosine of each row of ``vectors`` to the same row of ``reference`` (how close a runtime's vectors are)."""
+    norms = np.linalg.norm(vectors, axis=1) * np.linalg.norm(reference, axis=1)
+    return (vectors * reference).sum(axis=1) / np.maximum(norms, 1e-12)
+
+
 @dataclass(frozen=True)
 class Runtime:
     """An opened runtime: its spec and the function that embeds one batch."""

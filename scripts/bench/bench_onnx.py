@@ -53,7 +53,13 @@ from hf_dumpembed.evaluation.cached import subsample  # noqa: E402
 from hf_dumpembed.evaluation.metrics import retrieval_metrics  # noqa: E402
 from hf_dumpembed.export.onnx import OPTIMIZED_FILE, export_onnx  # noqa: E402
 from hf_dumpembed.export.onnx_optimize import down_projections, quantize_int8  # noqa: E402
-from hf_dumpembed.export.runtimes import Runner, available_runtimes, onnxruntime_runner, spec_of  # noqa: E402
+from hf_dumpembed.export.runtimes import (  # noqa: E402
+    Runner,
+    available_runtimes,
+    onnxruntime_runner,
+    row_cosines,
+    spec_of,
+)
 from hf_dumpembed.export.serve_bench import (  # noqa: E402
     cpu_class,
     cpu_flags,
@@ -112,7 +118,7 @@ def measure_quality(runs: dict[str, Runner], tokenizer, inputs: list[str], data_
         quality[collection] = {}
         for name, (q, d) in vectors.items():
             both = np.concatenate([q, d])
-            cosine = (both * reference).sum(1) / (np.linalg.norm(both, axis=1) * np.linalg.norm(reference, axis=1))
+            cosine = row_cosines(both, reference)
             ndcg = retrieval_metrics(q, d, query_ids, doc_ids, data.qrels)["ndcg_at_10"]
             quality[collection][name] = {"ndcg_at_10": ndcg, "min_cosine": float(cosine.min()),
                                          "queries": len(query_ids), "documents": len(doc_ids)}
@@ -191,26 +197,33 @@ def finish_cpu_run(section: str, title: str, order: int, tables: list[Table], ou
                summary=f"CPU flags: {', '.join(result['cpu_flags']) or 'none of the listed'}", show=True)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--short", type=int, default=256, help="short texts (docstring paragraphs; default: 256)")
-    parser.add_argument("--long", type=int, default=128, help="long texts (function sources; default: 128)")
+def add_serving_arguments(parser: argparse.ArgumentParser, short: int, long: int) -> None:
+    """The options of a CPU serving bench: its texts and their timing (what measure_lengths reads), and the
+    held-out collections and their subsampling (measure_quality)."""
+    parser.add_argument("--short", type=int, default=short,
+                        help=f"short texts (docstring paragraphs; default: {short})")
+    parser.add_argument("--long", type=int, default=long, help=f"long texts (function sources; default: {long})")
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats per runtime (default: 5)")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--threads", type=int, default=2, help="threads of every runtime (default: 2)")
     parser.add_argument("--max-length", type=int, default=256, help="truncation in tokens (default: 256)")
-    parser.add_argument("--model", type=Path, default=None, help="a DumpEmbed folder (default: build K=4 MiniLM)")
-    parser.add_argument("--onnx", type=Path, default=None, help="its export-onnx --int8 --openvino folder")
     parser.add_argument("--data-dir", type=Path, default=Path("data"),
                         help="held-out collections and StdlibCodeTrain, the calibration texts "
                              "(scripts/build_datasets.py)")
+    parser.add_argument("--max-queries", type=int, default=None, help="subsample each collection's queries")
+    parser.add_argument("--max-documents", type=int, default=None,
+                        help="subsample each collection's documents (judged ones are kept)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_serving_arguments(parser, short=256, long=128)
+    parser.add_argument("--model", type=Path, default=None, help="a DumpEmbed folder (default: build K=4 MiniLM)")
+    parser.add_argument("--onnx", type=Path, default=None, help="its export-onnx --int8 --openvino folder")
     parser.add_argument("--no-quality", action="store_true", help="speed only")
     parser.add_argument("--quality-runtimes", nargs="+", default=None,
                         help="runtimes scored on the held-out sets besides torch fp32 (default: every runtime "
                              "whose arithmetic is not fp32: bf16 and int8)")
-    parser.add_argument("--max-queries", type=int, default=None, help="subsample each collection's queries")
-    parser.add_argument("--max-documents", type=int, default=None,
-                        help="subsample each collection's documents (judged ones are kept)")
     add_output_arguments(parser)
     args = parser.parse_args()
     if args.record_only:

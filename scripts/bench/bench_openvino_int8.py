@@ -36,7 +36,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_onnx import finish_cpu_run, measure_lengths, measure_quality  # noqa: E402
+from bench_onnx import add_serving_arguments, finish_cpu_run, measure_lengths, measure_quality  # noqa: E402
 from benchmarks import Table, add_output_arguments, record_only  # noqa: E402
 
 from hf_dumpembed.data.beir import load_beir  # noqa: E402
@@ -80,9 +80,9 @@ def quantized_variants(xml: Path, work: Path, variants: dict[str, Int8Options], 
     for index, (name, options) in enumerate(variants.items()):
         out_xml = work / f"variant_{index:02d}" / "openvino_model_int8.xml"
         manifest = out_xml.with_suffix(".json")
-        if manifest.is_file() and json.loads(manifest.read_text()).get("options") == json.loads(
-                json.dumps(asdict(options))):
-            entries[name] = json.loads(manifest.read_text())
+        earlier = json.loads(manifest.read_text()) if manifest.is_file() else {}
+        if earlier.get("options") == json.loads(json.dumps(asdict(options))):  # as JSON: tuples read back as lists
+            entries[name] = earlier
             print(f"{name}: reusing {out_xml}", flush=True)  # noqa: T201
             continue
         print(f"{name}: quantising ({options.describe()}) ...", flush=True)  # noqa: T201
@@ -92,7 +92,7 @@ def quantized_variants(xml: Path, work: Path, variants: dict[str, Int8Options], 
         entry = quantize_openvino_int8(xml, out_xml, items, options, OUTPUT_NAME)
         entry.update(quantise_seconds=time.perf_counter() - started, xml=str(out_xml))
         manifest.write_text(json.dumps(entry, indent=1, default=list))
-        entries[name] = json.loads(manifest.read_text())
+        entries[name] = json.loads(manifest.read_text())  # as a later run reads it back
         print(f"{name}: {entry['quantise_seconds']:.0f} s, {entry['float_nodes']} nodes kept float", flush=True)  # noqa: T201
     return entries
 
@@ -162,16 +162,7 @@ def main() -> None:
     parser.add_argument("--accuracy-control", action="store_true",
                         help="add NNCF's accuracy-aware variant (slow: it re-validates after every quantiser it "
                              "returns to float)")
-    parser.add_argument("--short", type=int, default=128, help="short texts (default: 128)")
-    parser.add_argument("--long", type=int, default=64, help="long texts (default: 64)")
-    parser.add_argument("--repeats", type=int, default=5, help="timed repeats per runtime (default: 5)")
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--threads", type=int, default=2, help="threads of every runtime (default: 2)")
-    parser.add_argument("--max-length", type=int, default=256, help="truncation in tokens (default: 256)")
-    parser.add_argument("--data-dir", type=Path, default=Path("data"),
-                        help="held-out collections and StdlibCodeTrain (scripts/build_datasets.py)")
-    parser.add_argument("--max-queries", type=int, default=None, help="subsample each collection's queries")
-    parser.add_argument("--max-documents", type=int, default=None, help="subsample each collection's documents")
+    add_serving_arguments(parser, short=128, long=64)
     parser.add_argument("--reuse-quality", action="store_true",
                         help="keep the nDCG scores of the earlier --output for runtimes whose options are unchanged "
                              "(the scores do not depend on the load; re-time on a quiet machine without re-scoring)")
