@@ -9,6 +9,7 @@ from .._utils.console import say
 from ..export.nncf_int8 import DEFAULT_PRESET, IGNORABLE, PRESETS, SMOOTH_QUANT_OFF
 from ..export.onnx import OPENVINO_PRECISIONS
 from ..export.openvino import DEFAULT_CALIBRATION_SIZE
+from ..export.ort_int8 import BLOCK_SIZES
 from . import add_trust_flag
 
 DESCRIPTION = """\
@@ -26,8 +27,12 @@ cache is not baked in (see hf_dumpembed/export/onnx.py), and the parity check ho
 model.onnx uses standard ONNX operators only. model_optimized.onnx (unless --no-fuse) is the same graph with
 onnxruntime's transformer fusions (fused attention, skip-LayerNorm, bias-GELU, RMSNorm, rotary embedding): it runs
 in onnxruntime only and is the faster one there; it is checked like the others and left out if it disagrees.
---int8 adds model_int8.onnx (onnxruntime dynamic quantisation of the fused graph's matrix products; with
---int8-mlp-fp32 each layer's MLP down-projection stays fp32: closer vectors, slower). --openvino adds
+--int8 adds model_int8.onnx (onnxruntime dynamic quantisation of the fused graph's matrix products, whose fused
+attention keeps its query/key/value projection in fp32). Its choices: --int8-attention-inputs (quantise those
+projections too: the int8 graph is fused with them apart), --int8-reduce-range (7-bit weights: no 16-bit saturation
+in the u8 x s8 kernels of CPUs without VNNI), --int8-mlp-fp32 (each layer's MLP down-projection stays fp32: closer
+vectors, slower), --int8-block-size N (MatMulNBits: 8-bit weights with a scale per block of N input features,
+activations quantised per block: far closer vectors; its speed depends on the CPU). --openvino adds
 openvino/openvino_model.xml (OpenVINO IR, f32 weights), checked at the inference precision --precision (f32, or bf16:
 bfloat16 matrix products on CPUs with AVX512-BF16/AMX); the README shows how to compile it at that precision.
 --int8 with --openvino also writes openvino/openvino_model_int8.xml: NNCF's static int8 quantisation (weights and
@@ -97,11 +102,29 @@ def int8_options(args: argparse.Namespace):
     return options
 
 
+# Each onnxruntime int8 option's field (hf_dumpembed.export.ort_int8.OrtInt8Options) and the flag that sets it.
+ORT_INT8_FLAGS = {"attention_inputs": "--int8-attention-inputs", "reduce_range": "--int8-reduce-range",
+                  "mlp_fp32": "--int8-mlp-fp32", "block_size": "--int8-block-size"}
+
+
+def onnxruntime_int8_options(args: argparse.Namespace):
+    """The onnxruntime int8 options of the command line; ValueError for a bad combination, or when one is given
+    without --int8."""
+    from ..export.ort_int8 import OrtInt8Options
+
+    options = OrtInt8Options(attention_inputs=args.int8_attention_inputs, reduce_range=args.int8_reduce_range,
+                             mlp_fp32=args.int8_mlp_fp32, block_size=args.int8_block_size)
+    defaults = OrtInt8Options()
+    given = [flag for field, flag in ORT_INT8_FLAGS.items() if getattr(options, field) != getattr(defaults, field)]
+    if given and not args.int8:
+        raise ValueError(f"{', '.join(given)} choose how model_int8.onnx is quantised; add --int8.")
+    return options
+
+
 def _export_onnx(args: argparse.Namespace) -> None:
     from ..export.onnx import export_onnx
 
-    if args.int8_mlp_fp32 and not args.int8:
-        raise ValueError("--int8-mlp-fp32 chooses how the int8 graph is quantised; add --int8.")
+    onnxruntime_int8 = onnxruntime_int8_options(args)
     if args.precision is not None and not args.openvino:
         raise ValueError("--precision chooses the OpenVINO inference precision; add --openvino.")
     if args.calibration is not None and not (args.int8 and args.openvino):
@@ -110,7 +133,7 @@ def _export_onnx(args: argparse.Namespace) -> None:
     calibration = calibration_corpus(args) if args.int8 and args.openvino else None
     result = export_onnx(args.model, args.out, int8=args.int8, openvino=args.openvino,
                          precision=args.precision or "f32", fuse=not args.no_fuse,
-                         int8_mlp_fp32=args.int8_mlp_fp32, int8_options=options, overwrite=args.overwrite,
+                         onnxruntime_int8=onnxruntime_int8, int8_options=options, overwrite=args.overwrite,
                          calibration_texts=calibration.texts if calibration else None,
                          calibration_source=calibration.provenance()["path"] if calibration else None,
                          trust_remote_code=args.trust_remote_code)
@@ -128,8 +151,16 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("model", help="a DumpEmbed model folder")
     parser.add_argument("out", help="output folder (must not exist or be empty, unless --overwrite)")
     parser.add_argument("--int8", action="store_true", help="also write model_int8.onnx (dynamic int8 quantisation)")
+    parser.add_argument("--int8-attention-inputs", action="store_true",
+                        help="with --int8: quantise the attention's query/key/value projections too (the fused "
+                             "attention keeps them fp32)")
+    parser.add_argument("--int8-reduce-range", action="store_true",
+                        help="with --int8: 7-bit weights (no saturation in the u8 x s8 kernels of CPUs without VNNI)")
     parser.add_argument("--int8-mlp-fp32", action="store_true",
                         help="with --int8: keep each layer's MLP down-projection in fp32 (its input has outliers)")
+    parser.add_argument("--int8-block-size", type=int, choices=list(BLOCK_SIZES), default=None, metavar="N",
+                        help="with --int8: block-wise int8 (MatMulNBits: a scale per N input features, activations "
+                             f"quantised per block; N in {', '.join(map(str, BLOCK_SIZES))})")
     parser.add_argument("--openvino", action="store_true", help="also write the OpenVINO IR (openvino/)")
     parser.add_argument("--precision", choices=list(OPENVINO_PRECISIONS), default=None,
                         help="OpenVINO inference precision to check and document (default: f32)")

@@ -7,8 +7,7 @@ of their own. The [DUMP] prefix is added by the tokenizer (its tokenizer.json po
 
 ``model.onnx`` uses standard ONNX operators only (any runtime). ``model_optimized.onnx`` is the same graph with
 onnxruntime's transformer fusions (fused attention, skip-LayerNorm, bias-GELU; onnxruntime only, faster on CPU).
-Optional artefacts: ``model_int8.onnx`` (onnxruntime dynamic int8 quantisation of the fused graph; optionally with
-the MLP down-projections kept in fp32) and
+Optional artefacts: ``model_int8.onnx`` (onnxruntime int8 of the fused graph, with the choices of ort_int8.py) and
 ``openvino/openvino_model.xml`` (OpenVINO IR from the portable graph, f32 weights; the f32 or bf16 inference
 precision it was checked at is recorded in onnx_export.json), with ``--int8`` also ``openvino_model_int8.xml`` (NNCF
 static int8, calibrated on the fit corpus or the user's texts; see openvino_export.py). Every graph is run after
@@ -45,7 +44,7 @@ from ..remote.configuration_dumpembed import PADDING_SENSITIVE_POOLING
 from ..remote.modeling_dumpembed import counts_positions_from_mask
 from .artefacts import INT8_FILE, MANIFEST_FILE, ONNX_FILE, OPTIMIZED_FILE, OUTPUT_NAME
 from .nncf_int8 import Int8Options, quantize_openvino_int8
-from .onnx_optimize import SINGLE_FILE_LIMIT, down_projections, fuse_for_onnxruntime, quantize_int8
+from .onnx_optimize import SINGLE_FILE_LIMIT, fuse_for_onnxruntime
 from .openvino import (
     OPENVINO_DIR,
     OPENVINO_FILE,
@@ -55,6 +54,7 @@ from .openvino import (
     convert_openvino,
     openvino_runner,
 )
+from .ort_int8 import OrtInt8Options, quantize_onnxruntime_int8
 from .runtimes import onnxruntime_runner, row_cosines, torch_vectors
 from .stock_compat import legacy_tokenizer_config
 
@@ -325,13 +325,14 @@ def add_openvino(staging: Path, precision: str, calibration_items: list[dict[str
 
 
 def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = False, openvino: bool = False,
-                precision: str = "f32", fuse: bool = True, int8_mlp_fp32: bool = False,
+                precision: str = "f32", fuse: bool = True, onnxruntime_int8: OrtInt8Options | None = None,
                 calibration_texts: Sequence[str] | None = None, calibration_source: str | None = None,
                 int8_options: Int8Options | None = None, overwrite: bool = False, trust_remote_code: bool = False
                 ) -> OnnxExport:
     """Write ``out_dir``: model.onnx (+ model_optimized.onnx, model_int8.onnx, openvino/), tokenizer files,
     README.md, onnx_export.json. ``fuse``: also write the onnxruntime-fused graph (int8 is quantised from it);
-    ``int8_mlp_fp32``: keep each layer's MLP down-projection in fp32 in the int8 graph (closer vectors, slower).
+    ``onnxruntime_int8``: how model_int8.onnx is quantised (ort_int8.OrtInt8Options: attention inputs, 7-bit
+    weights, MLP down-projections kept fp32, block-wise int8; default: dynamic int8 of the fused graph).
     ``int8`` with ``openvino`` also writes openvino/openvino_model_int8.xml, NNCF's static int8 quantisation
     calibrated on ``calibration_texts`` (required then: the fit corpus or the user's texts; ``calibration_source``
     names them in the manifest); ``int8_options`` are NNCF's choices (preset, SmoothQuant, calibration size, parts
@@ -374,10 +375,11 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
         check("onnxruntime fp32", "fp32", onnxruntime_runner(staging / ONNX_FILE))
         fused = add_fused_graph(staging, lambda _: check("onnxruntime fp32 fused", "fp32", onnxruntime_runner(
             staging / OPTIMIZED_FILE), strict=False)) if fuse else {"file": None, "reason": "not requested"}
-        int8_fp32 = None
+        ort_int8 = None
         if int8:
-            source = staging / (fused["file"] or ONNX_FILE)
-            int8_fp32 = quantize_int8(source, staging / INT8_FILE, down_projections(source) if int8_mlp_fp32 else ())
+            fused_path = staging / fused["file"] if fused["file"] else None
+            ort_int8 = quantize_onnxruntime_int8(staging / ONNX_FILE, fused_path, staging / INT8_FILE,
+                                                 onnxruntime_int8)
             check("onnxruntime int8", "int8", onnxruntime_runner(staging / INT8_FILE))
         openvino_int8 = None
         if openvino:
@@ -392,8 +394,7 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
             "num_dump_tokens": model.config.num_dump_tokens, "opset": OPSET, "torch": torch.__version__,
             # the text to put before each query / document (the graph and the tokenizer add none)
             "prompts": dict(model.config.prompts or {}),
-            "onnxruntime_fused": fused, "int8_source": (fused["file"] or ONNX_FILE) if int8 else None,
-            "int8_fp32_nodes": int8_fp32,
+            "onnxruntime_fused": fused, "onnxruntime_int8": ort_int8,
             "openvino_precision": precision if openvino else None, "openvino_int8": openvino_int8,
             "quantization": quantization, "parity": [asdict(p) for p in result.parity],
         }

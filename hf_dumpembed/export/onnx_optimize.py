@@ -1,4 +1,4 @@
-"""onnxruntime-specific graphs of an exported model: transformer fusion (fp32) and dynamic int8 quantisation.
+"""onnxruntime-specific graphs of an exported model: transformer fusion, and the session options for CPU serving.
 
 ``fuse_for_onnxruntime`` runs onnxscript's onnxruntime fusions (``onnxscript.rewriter.ort_fusions``), the rewrite
 rules written for graphs of the torch.onnx dynamo exporter: the decomposed attention becomes onnxruntime's
@@ -6,16 +6,17 @@ rules written for graphs of the torch.onnx dynamo exporter: the decomposed atten
 own ``onnxruntime.transformers.optimizer`` looks for the TorchScript exporter's patterns and fuses no attention in
 a dynamo graph.) The result runs in onnxruntime only (CPU and CUDA), so the portable standard-op graph is kept too.
 
-``quantize_int8`` is onnxruntime's ``quantize_dynamic``: int8 weights (one scale per output channel), activations
-quantised per batch at run time, for the matrix products only; nodes named in ``exclude`` stay fp32
-(``down_projections`` names the MLP output projections, whose inputs carry the outliers).
+``attention_projections_apart`` stops the attention fusion at ``MultiHeadAttention``: the query/key/value projections
+stay MatMul nodes (for the int8 graph, whose quantiser leaves the fused ``Attention`` op's projection in fp32; see
+ort_int8.py); every other fusion is the same.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
@@ -24,13 +25,14 @@ logger = logging.getLogger(__name__)
 SINGLE_FILE_LIMIT = 1_800_000_000
 
 
-def fuse_for_onnxruntime(source: Path, target: Path) -> dict[str, int]:
+def fuse_for_onnxruntime(source: Path, target: Path, attention_projections_apart: bool = False) -> dict[str, int]:
     """Write the onnxruntime-fused graph of ``source`` to ``target``; returns how often each fusion applied."""
     import onnx_ir
     from onnxscript.rewriter.ort_fusions import optimize_for_ort
 
     model = onnx_ir.load(str(source))
-    model, counts = optimize_for_ort(model)
+    with projection_fusion(enabled=not attention_projections_apart):
+        model, counts = optimize_for_ort(model)
     size = sum(value.const_value.nbytes for value in model.graph.initializers.values()
                if value.const_value is not None)
     onnx_ir.save(model, str(target), external_data=f"{target.name}.data" if size > SINGLE_FILE_LIMIT else None)
@@ -39,36 +41,25 @@ def fuse_for_onnxruntime(source: Path, target: Path) -> dict[str, int]:
     return applied
 
 
-def down_projections(path: Path) -> list[str]:
-    """Names of the MatMul/Gemm nodes whose constant weight maps more features to fewer (rows > columns): the MLP
-    output projection of every layer (and a reducing projection head). Their inputs, the activated MLP states,
-    carry the outlier features that per-tensor int8 activations round away (Bondarenko et al. 2021, "Understanding
-    and Overcoming the Challenges of Efficient Transformer Quantization"; Dettmers et al. 2022, "LLM.int8()")."""
-    import onnx
+@contextlib.contextmanager
+def projection_fusion(enabled: bool) -> Iterator[None]:
+    """With ``enabled=False``, onnxscript's fusion sequence skips its last attention step (``fuse_attention``:
+    MultiHeadAttention plus its input projections into one ``Attention`` op) while the block runs."""
+    if enabled:
+        yield
+        return
+    from onnxscript.rewriter.ort_fusions import _core
 
-    graph = onnx.load(str(path), load_external_data=False).graph
-    shapes = {tensor.name: list(tensor.dims) for tensor in graph.initializer}
-    names = []
-    for node in graph.node:
-        if node.op_type not in ("MatMul", "Gemm") or len(shapes.get(node.input[1], ())) != 2:
-            continue
-        rows, columns = shapes[node.input[1]]
-        transposed = node.op_type == "Gemm" and any(a.name == "transB" and a.i for a in node.attribute)
-        if (columns > rows) if transposed else (rows > columns):
-            names.append(node.name)
-    return names
-
-
-def quantize_int8(source: Path, target: Path, exclude: Sequence[str] = ()) -> list[str]:
-    """onnxruntime dynamic quantisation of MatMul/Gemm: QInt8 weights with one scale per output channel (one per
-    tensor lost too much: min cosine 0.88 vs 0.98 on all-MiniLM-L6-v2). ``exclude`` names nodes kept in fp32
-    (e.g. ``down_projections(source)``); returns them."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    exclude = list(exclude)
-    quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8, per_channel=True,
-                     op_types_to_quantize=["MatMul", "Gemm"], nodes_to_exclude=exclude)
-    return exclude
+    if not callable(getattr(_core, "fuse_attention", None)):
+        raise RuntimeError("this onnxscript's onnxruntime fusions have no fuse_attention step (written against "
+                           "onnxscript 0.7), so the attention projections cannot be kept apart; leave them fused "
+                           "(drop --int8-attention-inputs) or install onnxscript 0.7.")
+    original = _core.fuse_attention
+    _core.fuse_attention = lambda model, debug=False: 0
+    try:
+        yield
+    finally:
+        _core.fuse_attention = original
 
 
 def session_options(threads: int | None = None, spinning: bool = True):

@@ -87,9 +87,13 @@ keeps idle worker threads from busy-waiting."""
 
 INT8_SECTION = """
 
-`{int8_file}` is `{source}` with dynamically quantised int8 weights (onnxruntime `quantize_dynamic`, one scale per
-output channel{kept}): faster on CPU, vectors close to but not equal to fp32 (see the parity table). Load it like
-`{ort_file}`."""
+`{int8_file}` is `{source}`{apart} quantised to int8 by onnxruntime ({method}; options: {options}): faster on CPU,
+vectors close to but not equal to fp32 (see the parity table). Load it like `{ort_file}`."""
+
+DYNAMIC_INT8_TEXT = ("`quantize_dynamic`: int8 weights with one scale per output channel, activations quantised per "
+                     "tensor at run time")
+BLOCKWISE_INT8_TEXT = ("`MatMulNBits`: 8-bit weights with one scale per block of {block_size} input features, "
+                       "activations quantised per block at run time")
 
 OPENVINO_SECTION = """
 ## OpenVINO
@@ -194,9 +198,7 @@ def render_readme(model_dir: Path, manifest: dict[str, Any], folder: Path, model
         feed=feed, model_id=model_id or f"local/{model_dir.name}-onnx", torch=manifest["torch"],
         opset=manifest["opset"],
         fused_section=FUSED_SECTION if fused else "",
-        int8_section=INT8_SECTION.format(int8_file=INT8_FILE, ort_file=ort_file, kept=(
-            "; each layer's MLP down-projection kept in fp32" if manifest.get("int8_fp32_nodes") else ""),
-                                         source=manifest.get("int8_source") or ONNX_FILE) if int8 else "",
+        int8_section=_int8_section(manifest["onnxruntime_int8"], ort_file) if int8 else "",
         openvino_section=OPENVINO_SECTION.format(
             path=path, precision=openvino, feed=feed, padding_line=padding_line,
             bf16_note=BF16_NOTE if openvino == "bf16" else "", int8_note=_openvino_int8_note(manifest)
@@ -230,6 +232,15 @@ def _quantization_section(folder: Path, path: str) -> str:
     return QUANTIZATION_SECTION.format(measured=f"{texts} texts of the fit corpus" if texts else "the fit corpus",
                                        numpy_snippet=NUMPY_SNIPPET.format(folder=path),
                                        st_snippet=SENTENCE_TRANSFORMERS_SNIPPET.format(folder=path), path=path)
+
+
+def _int8_section(entry: dict[str, Any], ort_file: str) -> str:
+    """The README paragraph on model_int8.onnx: what it was quantised from, how, with which options."""
+    block_size = entry["options"]["block_size"]
+    method = BLOCKWISE_INT8_TEXT.format(block_size=block_size) if block_size else DYNAMIC_INT8_TEXT
+    apart = " (fused again with the query/key/value projections apart)" if entry["options"]["attention_inputs"] else ""
+    return INT8_SECTION.format(int8_file=INT8_FILE, ort_file=ort_file, source=entry["source"], apart=apart,
+                               method=method, options=entry["options_text"])
 
 
 def _openvino_int8_note(manifest: dict[str, Any]) -> str:

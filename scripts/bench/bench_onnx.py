@@ -51,8 +51,9 @@ from hf_dumpembed.data.corpora import EVAL_COLLECTIONS, TRAIN_COLLECTION  # noqa
 from hf_dumpembed.data.sample_texts import stdlib_docstrings, stdlib_sources  # noqa: E402
 from hf_dumpembed.evaluation.cached import subsample  # noqa: E402
 from hf_dumpembed.evaluation.metrics import retrieval_metrics  # noqa: E402
-from hf_dumpembed.export.onnx import OPTIMIZED_FILE, export_onnx  # noqa: E402
-from hf_dumpembed.export.onnx_optimize import down_projections, quantize_int8  # noqa: E402
+from hf_dumpembed.export.artefacts import ONNX_FILE, OPTIMIZED_FILE  # noqa: E402
+from hf_dumpembed.export.onnx import export_onnx  # noqa: E402
+from hf_dumpembed.export.ort_int8 import OrtInt8Options, quantize_onnxruntime_int8  # noqa: E402
 from hf_dumpembed.export.runtimes import (  # noqa: E402
     Runner,
     available_runtimes,
@@ -91,7 +92,8 @@ def runners(model_dir: Path, onnx_dir: Path, threads: int, work: Path) -> dict[s
     runs = {runtime.name: runtime.run for runtime in opened}
     if (onnx_dir / OPTIMIZED_FILE).is_file():
         mlp_fp32 = work / "model_int8_mlp_fp32.onnx"
-        quantize_int8(onnx_dir / OPTIMIZED_FILE, mlp_fp32, down_projections(onnx_dir / OPTIMIZED_FILE))
+        quantize_onnxruntime_int8(onnx_dir / ONNX_FILE, onnx_dir / OPTIMIZED_FILE, mlp_fp32,
+                                  OrtInt8Options(mlp_fp32=True))
         runs[MLP_FP32] = onnxruntime_runner(mlp_fp32, threads, spinning=False)
     return runs
 
@@ -121,6 +123,7 @@ def measure_quality(runs: dict[str, Runner], tokenizer, inputs: list[str], data_
             cosine = row_cosines(both, reference)
             ndcg = retrieval_metrics(q, d, query_ids, doc_ids, data.qrels)["ndcg_at_10"]
             quality[collection][name] = {"ndcg_at_10": ndcg, "min_cosine": float(cosine.min()),
+                                         "mean_cosine": float(cosine.mean()),
                                          "queries": len(query_ids), "documents": len(doc_ids)}
         print(collection, {n: round(v["ndcg_at_10"], 4) for n, v in quality[collection].items()}, flush=True)  # noqa: T201
     return quality

@@ -28,20 +28,19 @@ import argparse
 import json
 import statistics
 import sys
-import time
-from dataclasses import asdict
 from datetime import date
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_onnx import add_serving_arguments, finish_cpu_run, measure_lengths, measure_quality  # noqa: E402
+from bench_onnx import add_serving_arguments, finish_cpu_run, measure_lengths  # noqa: E402
 from benchmarks import Table, add_output_arguments, record_only  # noqa: E402
+from int8_variants import add_variant_arguments, cached_variants, chosen_variants, scored_quality  # noqa: E402
 
 from hf_dumpembed.data.beir import load_beir  # noqa: E402
 from hf_dumpembed.data.corpora import TRAIN_COLLECTION  # noqa: E402
-from hf_dumpembed.export.artefacts import OPENVINO_DIR, OPENVINO_FILE, OUTPUT_NAME  # noqa: E402
+from hf_dumpembed.export.artefacts import OPENVINO_DIR, OPENVINO_FILE, OPENVINO_INT8_FILE, OUTPUT_NAME  # noqa: E402
 from hf_dumpembed.export.nncf_int8 import SMOOTH_QUANT_OFF, Int8Options, quantize_openvino_int8  # noqa: E402
 from hf_dumpembed.export.openvino import calibration_inputs, calibration_sample, openvino_runner  # noqa: E402
 from hf_dumpembed.export.runtimes import available_runtimes  # noqa: E402
@@ -76,44 +75,13 @@ def section_and_title(flags: list[str]) -> tuple[str, str]:
 def quantized_variants(xml: Path, work: Path, variants: dict[str, Int8Options], tokenizer, inputs: list[str],
                        texts: list[str]) -> dict[str, dict]:
     """Quantise the IR once per variant under ``work`` (kept when its options match: resume); their manifests."""
-    entries = {}
-    for index, (name, options) in enumerate(variants.items()):
-        out_xml = work / f"variant_{index:02d}" / "openvino_model_int8.xml"
-        manifest = out_xml.with_suffix(".json")
-        earlier = json.loads(manifest.read_text()) if manifest.is_file() else {}
-        if earlier.get("options") == json.loads(json.dumps(asdict(options))):  # as JSON: tuples read back as lists
-            entries[name] = earlier
-            print(f"{name}: reusing {out_xml}", flush=True)  # noqa: T201
-            continue
-        print(f"{name}: quantising ({options.describe()}) ...", flush=True)  # noqa: T201
-        out_xml.parent.mkdir(parents=True, exist_ok=True)
+    def quantise(options: Int8Options, target: Path) -> dict:
         items = calibration_inputs(tokenizer, calibration_sample(texts, options.texts_needed), inputs)
-        started = time.perf_counter()
-        entry = quantize_openvino_int8(xml, out_xml, items, options, OUTPUT_NAME)
-        entry.update(quantise_seconds=time.perf_counter() - started, xml=str(out_xml))
-        manifest.write_text(json.dumps(entry, indent=1, default=list))
-        entries[name] = json.loads(manifest.read_text())  # as a later run reads it back
-        print(f"{name}: {entry['quantise_seconds']:.0f} s, {entry['float_nodes']} nodes kept float", flush=True)  # noqa: T201
-    return entries
+        entry = quantize_openvino_int8(xml, target, items, options, OUTPUT_NAME)
+        print(f"{entry['float_nodes']} nodes kept float", flush=True)  # noqa: T201
+        return entry
 
-
-def scored_quality(args: argparse.Namespace, scored: dict, entries: dict[str, dict], tokenizer, inputs: list[str]
-                   ) -> dict:
-    """nDCG@10 of every scored runtime; with --reuse-quality, the earlier --output's scores of runtimes whose IR
-    options are unchanged are kept and only the others are scored (torch fp32 again, as their reference)."""
-    earlier: dict = {}
-    if args.reuse_quality and args.output is not None and args.output.is_file():
-        previous = json.loads(args.output.read_text())
-        same = {name for name in scored if name not in entries or previous.get("variants", {}).get(
-            name, {}).get("options") == entries[name]["options"]}
-        earlier = {c: {n: v for n, v in rows.items() if n in same} for c, rows in previous.get("quality", {}).items()}
-    missing = {name: run for name, run in scored.items()
-               if not earlier or any(name not in rows for rows in earlier.values())}
-    if not missing:
-        return earlier
-    fresh = measure_quality({"torch fp32": scored["torch fp32"], **missing}, tokenizer, inputs, args.data_dir,
-                            args.batch_size, args.max_length, args.max_queries, args.max_documents)
-    return {c: {**earlier.get(c, {}), **rows} for c, rows in fresh.items()}
+    return cached_variants(work, variants, OPENVINO_INT8_FILE, quantise)
 
 
 def variant_table(result: dict) -> Table:
@@ -157,17 +125,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", type=Path, required=True, help="a DumpEmbed folder")
     parser.add_argument("--onnx", type=Path, required=True, help="its export-onnx --openvino folder")
-    parser.add_argument("--work", type=Path, default=Path("runs/bench_ov_int8"),
-                        help="where the variants' IRs are written (and reused; default: runs/bench_ov_int8)")
     parser.add_argument("--accuracy-control", action="store_true",
                         help="add NNCF's accuracy-aware variant (slow: it re-validates after every quantiser it "
                              "returns to float)")
     add_serving_arguments(parser, short=128, long=64)
-    parser.add_argument("--reuse-quality", action="store_true",
-                        help="keep the nDCG scores of the earlier --output for runtimes whose options are unchanged "
-                             "(the scores do not depend on the load; re-time on a quiet machine without re-scoring)")
-    parser.add_argument("--variants", nargs="+", default=None, metavar="NAME",
-                        help=f"only these variants ('defaults' always runs; names: {', '.join(VARIANTS)})")
+    add_variant_arguments(parser, "runs/bench_ov_int8", list(VARIANTS))
     add_output_arguments(parser)
     args = parser.parse_args()
     if args.output is not None and args.output.is_file() and args.record_only:
@@ -183,19 +145,14 @@ def main() -> None:
     train = load_beir(args.data_dir / TRAIN_COLLECTION, "train")
     texts = [train.document_text(d) for d in train.corpus] + list(train.queries.values())
     variants = {**VARIANTS, **(ACCURACY_CONTROL if args.accuracy_control else {})}
-    if args.variants:
-        unknown = sorted(set(args.variants) - set(variants))
-        if unknown:
-            raise SystemExit(f"unknown variants {unknown}; the variants are: {', '.join(variants)}.")
-        variants = {name: options for name, options in variants.items()
-                    if name == "defaults" or name in args.variants}
+    variants = chosen_variants(variants, args.variants)
     entries = quantized_variants(args.onnx / OPENVINO_DIR / OPENVINO_FILE, args.work, variants, tokenizer, inputs,
                                  texts)
     opened, _ = available_runtimes(args.onnx, args.model, args.threads)
     runs = {runtime.name: runtime.run for runtime in opened if runtime.name in BASELINES}
     for name, entry in entries.items():
-        runs[name] = openvino_runner(Path(entry["xml"]), "f32", OUTPUT_NAME, args.threads)
-    runs[DEFAULTS_BF16] = openvino_runner(Path(entries["defaults"]["xml"]), "bf16", OUTPUT_NAME, args.threads)
+        runs[name] = openvino_runner(Path(entry["path"]), "f32", OUTPUT_NAME, args.threads)
+    runs[DEFAULTS_BF16] = openvino_runner(Path(entries["defaults"]["path"]), "bf16", OUTPUT_NAME, args.threads)
     result = {"date": date.today().isoformat(), "threads": args.threads, "repeats": args.repeats,
               "batch_size": args.batch_size, "max_length": args.max_length, "cpu_flags": cpu_flags(),
               "variants": entries}

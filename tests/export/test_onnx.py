@@ -16,6 +16,7 @@ from transformers import AutoTokenizer  # noqa: E402
 from hf_dumpembed.cli import main  # noqa: E402
 from hf_dumpembed.export import onnx as onnx_export  # noqa: E402
 from hf_dumpembed.export.onnx import compare, export_onnx  # noqa: E402
+from hf_dumpembed.export.ort_int8 import OrtInt8Options  # noqa: E402
 from hf_dumpembed.export.verify import encode_with_automodel  # noqa: E402
 
 # Other texts than the export's own parity check, of very different lengths (padding matters).
@@ -77,8 +78,11 @@ def test_encoder_graph_matches_torch(bert_dump_model, bert_onnx):
     # 5 graphs x (right padding, left padding: cls pooling is padding-sensitive, one text)
     assert all(p["ok"] for p in manifest["parity"]) and len(manifest["parity"]) == 15
     assert manifest["onnxruntime_fused"]["file"] == "model_optimized.onnx"
-    assert manifest["int8_source"] == "model_optimized.onnx"
-    assert manifest["int8_fp32_nodes"] == []  # by default every matrix product is quantised
+    int8_entry = manifest["onnxruntime_int8"]
+    assert int8_entry["source"] == "model_optimized.onnx" and int8_entry["options_text"] == "defaults"
+    # by default every MatMul with a weight is quantised; the fused Attention keeps its q/k/v projection in fp32
+    assert int8_entry["fp32_nodes"] == [] and int8_entry["quantised_products"] == sum(
+        node.op_type == "MatMul" for node in onnx.load(str(out / "model_optimized.onnx")).graph.node)
     readme = (out / "README.md").read_text()
     assert "onnxruntime.InferenceSession" in readme and "add_custom_model" in readme and "openvino" in readme
     assert "openvino_model_int8.xml" in readme and "20 calibration texts from tests/calibration.txt" in readme
@@ -176,16 +180,19 @@ def test_fused_graph_beyond_tolerance_is_left_out(bert_dump_model, tmp_path, mon
     result = export_onnx(bert_dump_model, tmp_path / "out", int8=True)
     assert "model_optimized.onnx" not in result.files and "model.onnx" in result.files
     manifest = json.loads((tmp_path / "out" / "onnx_export.json").read_text())
-    assert manifest["onnxruntime_fused"]["reason"] == "parity failed" and manifest["int8_source"] == "model.onnx"
+    assert manifest["onnxruntime_fused"]["reason"] == "parity failed"
+    assert manifest["onnxruntime_int8"]["source"] == "model.onnx"
     assert not any("fused" in p.name for p in result.parity)
 
 
 def test_int8_mlp_fp32_keeps_the_down_projections(bert_dump_model, tmp_path):
-    result = export_onnx(bert_dump_model, tmp_path / "out", int8=True, fuse=False, int8_mlp_fp32=True)
-    manifest = json.loads((tmp_path / "out" / "onnx_export.json").read_text())
+    result = export_onnx(bert_dump_model, tmp_path / "out", int8=True, fuse=False,
+                         onnxruntime_int8=OrtInt8Options(mlp_fp32=True))
+    entry = json.loads((tmp_path / "out" / "onnx_export.json").read_text())["onnxruntime_int8"]
     layers = json.loads((bert_dump_model / "config.json").read_text())["text_config"]["num_hidden_layers"]
-    kept = set(manifest["int8_fp32_nodes"])
-    assert len(kept) == layers and manifest["int8_source"] == "model.onnx"
+    kept = set(entry["fp32_nodes"])
+    assert len(kept) == layers and entry["source"] == "model.onnx"
+    assert entry["options_text"] == "MLP down-projections fp32"
     # Each kept node is a MatMul reading the MLP activation (intermediate -> hidden); the others are quantised.
     portable = onnx.load(str(tmp_path / "out" / "model.onnx")).graph
     weights = {t.name: list(t.dims) for t in portable.initializer}
