@@ -112,13 +112,12 @@ def onnxruntime_int8_options(args: argparse.Namespace):
     without --int8."""
     from ..export.ort_int8 import OrtInt8Options
 
-    options = OrtInt8Options(attention_inputs=args.int8_attention_inputs, reduce_range=args.int8_reduce_range,
-                             mlp_fp32=args.int8_mlp_fp32, block_size=args.int8_block_size)
+    values = {field: getattr(args, flag[2:].replace("-", "_")) for field, flag in ORT_INT8_FLAGS.items()}
     defaults = OrtInt8Options()
-    given = [flag for field, flag in ORT_INT8_FLAGS.items() if getattr(options, field) != getattr(defaults, field)]
-    if given and not args.int8:
+    given = [flag for field, flag in ORT_INT8_FLAGS.items() if values[field] != getattr(defaults, field)]
+    if given and not args.int8:  # named before the options are checked: without --int8 none of them applies
         raise ValueError(f"{', '.join(given)} choose how model_int8.onnx is quantised; add --int8.")
-    return options
+    return OrtInt8Options(**values)
 
 
 def _export_onnx(args: argparse.Namespace) -> None:

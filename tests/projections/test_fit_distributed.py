@@ -100,26 +100,18 @@ def test_two_process_fit_shards_the_texts_and_writes_what_one_process_writes(spa
         assert auto[0][key] == auto[1][key], key
 
 
-def _single_process(bert_dump_model: Path, rows: list[dict[str, str]]) -> tuple[float, dict[str, torch.Tensor]]:
-    """The plain InfoNCE (scale 20, in-batch + hard negatives) of one process on the whole batch."""
-    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
-
-    model = distributed_worker.perturbed_model(bert_dump_model)
-    loss = MultipleNegativesRankingLoss(model, scale=20.0)(distributed_worker.features(model, rows), None)
-    loss.backward()
-    return float(loss.detach()), {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
-
-
 @pytest.mark.parametrize("loss", ["mnrl", "cached_mnrl"])
-def test_cross_process_negatives_equal_one_process_on_the_whole_batch(spawned, bert_dump_model, loss) -> None:
+def test_cross_process_negatives_equal_one_process_on_the_whole_batch(spawned, loss) -> None:
     """Training's loss under 2 processes (each with 4 of the 8 rows; `make_loss` gathers embeddings across them),
-    averaged as DDP averages: the loss and every gradient equal one process's loss on the 8 rows (float64).
+    averaged as DDP averages: the loss and every gradient equal one process's loss on the 8 rows (float64). That
+    reference is computed by a spawned process too (after the group is gone), so it shares the ranks' thread count
+    and fresh imports rather than whatever state earlier tests left in this pytest worker.
 
     Breaks tried (each fails this test): `gather = hp.gather_across_devices and world_size > 2` in `make_loss`
     (each process sees only its own 4 rows as negatives: a lower loss, other gradients).
     """
-    rows = spawned["job"]["rows"]
-    expected, expected_grads = _single_process(bert_dump_model, rows)
+    reference = spawned["loss"][0]["whole_batch"]
+    expected, expected_grads = reference["loss"], reference["grads"]
     for rank in spawned["loss"]:
         got = rank[loss]
         assert got["loss"] == pytest.approx(expected, rel=1e-10, abs=1e-12)

@@ -78,6 +78,17 @@ def _loss(rank: int, world: int, job: dict[str, Any], name: str) -> dict[str, An
             "gather": bool(loss_fn.gather_across_devices)}
 
 
+def whole_batch_loss(model_dir: Path, rows: list[dict[str, str]]) -> dict[str, Any]:
+    """The plain InfoNCE (scale 20, in-batch + hard negatives) of one process on the whole batch, backward."""
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    model = perturbed_model(model_dir)
+    loss = MultipleNegativesRankingLoss(model, scale=20.0)(features(model, rows), None)
+    loss.backward()
+    return {"loss": float(loss.detach()),
+            "grads": {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}}
+
+
 def worker(rank: int, world: int, port: int, job: dict[str, Any]) -> None:
     import torch.distributed as dist
 
@@ -90,6 +101,8 @@ def worker(rank: int, world: int, port: int, job: dict[str, Any]) -> None:
         losses = {name: _loss(rank, world, job, name) for name in job["configs"]}
     finally:
         dist.destroy_process_group()
+    if rank == 0:  # the one-process reference, in a process set up as the ranks are (threads, fresh imports)
+        losses["whole_batch"] = whole_batch_loss(job["dump_model"], job["rows"])
     out = Path(job["out"])
     (out / f"fit.{rank}.json").write_text(json.dumps(fitted))
     torch.save(losses, out / f"loss.{rank}.pt")
