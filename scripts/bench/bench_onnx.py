@@ -62,6 +62,7 @@ from hf_dumpembed.export.runtimes import (  # noqa: E402
     spec_of,
 )
 from hf_dumpembed.export.serve_bench import (  # noqa: E402
+    CPU_CLASSES,
     cpu_class,
     cpu_flags,
     encode_group,
@@ -72,6 +73,13 @@ from hf_dumpembed.export.serve_bench import (  # noqa: E402
 from hf_dumpembed.model.builder import BuildOptions, build  # noqa: E402
 
 ORDER = 15
+
+
+def class_order(base: int, flags: list[str]) -> float:
+    """The render order of a per-class record: the bench's ``base`` plus the CPU class's rank / 10 (most capable
+    first), so that the records of every class a bench files each have their own place, next to each other."""
+    slugs = [slug for slug, _, _ in CPU_CLASSES] + ["other"]
+    return base + slugs.index(cpu_class(flags)[0]) / 10
 
 
 def section_and_title(flags: list[str]) -> tuple[str, str]:
@@ -189,13 +197,14 @@ def measure_lengths(runs: dict[str, Runner], tokenizer, inputs: list[str], args:
     return lengths
 
 
-def finish_cpu_run(section: str, title: str, order: int, tables: list[Table], output: Path | None, result: dict
-                   ) -> None:
+def finish_cpu_run(section: str, title: str, base_order: int, tables: list[Table], output: Path | None,
+                   result: dict) -> None:
     """The tail of a CPU serving bench: the record with this machine, its CPU flags and the load averages the
-    result measured around its timing."""
+    result measured around its timing, filed at its CPU class's place after ``base_order`` (class_order)."""
     machine = {**this_machine(result["load_average_before"], result["load_average_after"]),
                "cpu_flags": result["cpu_flags"]}
-    finish_run(section, tables, title=title, order=order, output=output, result=result, machine=machine,
+    finish_run(section, tables, title=title, order=class_order(base_order, result["cpu_flags"]), output=output,
+               result=result, machine=machine,
                load_average=result["load_average_before"], load_average_after=result["load_average_after"],
                summary=f"CPU flags: {', '.join(result['cpu_flags']) or 'none of the listed'}", show=True)
 
@@ -234,7 +243,8 @@ def main() -> None:
             raise SystemExit("--record-only reads the results of an earlier run: give --output FILE.")
         result = json.loads(args.output.read_text())
         section, title = section_and_title(result["cpu_flags"])
-        finish_run(section, record_tables(result), title=title, order=ORDER, measured=False, date=result["date"])
+        finish_run(section, record_tables(result), title=title, order=class_order(ORDER, result["cpu_flags"]),
+                   measured=False, date=result["date"])
         return
     torch.set_num_threads(args.threads)
     from transformers import AutoTokenizer

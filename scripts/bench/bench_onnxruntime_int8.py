@@ -32,7 +32,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_onnx import add_serving_arguments, finish_cpu_run, measure_lengths  # noqa: E402
+from bench_onnx import add_serving_arguments, class_order, finish_cpu_run, measure_lengths  # noqa: E402
 from benchmarks import Table, add_output_arguments, record_only  # noqa: E402
 from int8_variants import add_variant_arguments, cached_variants, chosen_variants, scored_quality  # noqa: E402
 
@@ -108,8 +108,9 @@ def main() -> None:
     add_output_arguments(parser)
     args = parser.parse_args()
     if args.output is not None and args.output.is_file() and args.record_only:
-        section, title = section_and_title(json.loads(args.output.read_text())["cpu_flags"])
-        record_only(args, section, record_tables, title, ORDER)
+        flags = json.loads(args.output.read_text())["cpu_flags"]
+        section, title = section_and_title(flags)
+        record_only(args, section, record_tables, title, class_order(ORDER, flags))
         return
     fused = args.onnx / OPTIMIZED_FILE
     if not fused.is_file():

@@ -11,8 +11,9 @@ documents and queries (StdlibCodeTrain, never the held-out sets). Each variant's
 reused by a later run with the same options (resume).
 
 * quality: nDCG@10 on the held-out collections (mteb's metric code), relative change vs torch fp32, min cosine;
-* speed: torch fp32, OpenVINO f32 and bf16, every variant compiled at f32 precision, and the defaults' IR compiled at
-  bf16 precision (int8 products, bf16 for what stays float: only differs from f32 on CPUs with AVX512-BF16/AMX);
+* speed: torch fp32, OpenVINO f32 and bf16, every variant compiled at f32 precision, and the defaults' IR and the
+  mixed + float attention inputs IR compiled at bf16 precision too (int8 products, bf16 for what stays float: only
+  differs from f32 on CPUs with AVX512-BF16/AMX);
   same length-sorted batches, interleaved per batch, medians over --repeats, short and long texts apart.
 
     python scripts/bench/bench_openvino_int8.py --model runs/qs/minilm-k4-spectemp128 --onnx runs/qs/onnx \
@@ -34,7 +35,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_onnx import add_serving_arguments, finish_cpu_run, measure_lengths  # noqa: E402
+from bench_onnx import add_serving_arguments, class_order, finish_cpu_run, measure_lengths  # noqa: E402
 from benchmarks import Table, add_output_arguments, record_only  # noqa: E402
 from int8_variants import add_variant_arguments, cached_variants, chosen_variants, scored_quality  # noqa: E402
 
@@ -49,6 +50,10 @@ from hf_dumpembed.export.serve_bench import cpu_class, cpu_flags, load_average  
 ORDER = 17
 BASELINES = ("torch fp32", "OpenVINO f32", "OpenVINO bf16")
 DEFAULTS_BF16 = "int8 defaults, float parts bf16"
+# Variants also compiled at bf16 inference precision (what stays float runs in bf16: the int8 + bf16 mix that CPUs
+# with VNNI and AVX512-BF16 / AMX have fast paths for), by the row name each gets.
+BF16_COMPILED = {DEFAULTS_BF16: "defaults",
+                 "mixed + float attention inputs, float parts bf16": "mixed + float attention inputs"}
 VARIANTS = {
     "defaults": Int8Options(),
     "preset mixed": Int8Options(preset="mixed"),
@@ -88,8 +93,10 @@ def variant_table(result: dict) -> Table:
     """One row per variant: its options, nodes kept float, quantisation time, nDCG change, min cosine, speed-ups."""
     quality, lengths = result.get("quality", {}), result["lengths"]
     rows = []
+    speed_names = next(iter(lengths.values()))["speed"]
+    bf16_rows = {name: result["variants"][source] for name, source in BF16_COMPILED.items() if name in speed_names}
     for name, entry in {**{n: None for n in BASELINES if n != "torch fp32"}, **result["variants"],
-                        DEFAULTS_BF16: None}.items():
+                        **bf16_rows}.items():
         row = [name, entry["options_text"] if entry else "-", entry["float_nodes"] if entry else "-",
                entry["quantise_seconds"] if entry else "-"]
         if quality and name in next(iter(quality.values())):
@@ -135,7 +142,7 @@ def main() -> None:
     if args.output is not None and args.output.is_file() and args.record_only:
         flags = json.loads(args.output.read_text())["cpu_flags"]
         section, title = section_and_title(flags)
-        record_only(args, section, record_tables, title, ORDER)
+        record_only(args, section, record_tables, title, class_order(ORDER, flags))
         return
     torch.set_num_threads(args.threads)
     from transformers import AutoTokenizer
@@ -152,13 +159,15 @@ def main() -> None:
     runs = {runtime.name: runtime.run for runtime in opened if runtime.name in BASELINES}
     for name, entry in entries.items():
         runs[name] = openvino_runner(Path(entry["path"]), "f32", OUTPUT_NAME, args.threads)
-    runs[DEFAULTS_BF16] = openvino_runner(Path(entries["defaults"]["path"]), "bf16", OUTPUT_NAME, args.threads)
+    for name, source in BF16_COMPILED.items():
+        if source in entries:
+            runs[name] = openvino_runner(Path(entries[source]["path"]), "bf16", OUTPUT_NAME, args.threads)
     result = {"date": date.today().isoformat(), "threads": args.threads, "repeats": args.repeats,
               "batch_size": args.batch_size, "max_length": args.max_length, "cpu_flags": cpu_flags(),
               "variants": entries}
     native_bf16 = any(flag in result["cpu_flags"] for flag in ("avx512_bf16", "amx_bf16"))
     scored = {name: run for name, run in runs.items()  # the fp32 graphs match torch; bf16 runs as f32 without it
-              if name not in ("OpenVINO f32", "OpenVINO bf16") and (native_bf16 or name != DEFAULTS_BF16)}
+              if name not in ("OpenVINO f32", "OpenVINO bf16") and (native_bf16 or name not in BF16_COMPILED)}
     result["quality"] = scored_quality(args, scored, entries, tokenizer, inputs)
     result["load_average_before"] = load_average()
     result["lengths"] = measure_lengths(runs, tokenizer, inputs, args)

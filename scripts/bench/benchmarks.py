@@ -14,7 +14,8 @@ A quickstart ``summary.json`` (``"kind": "quickstart"``) copied into the folder 
 
 Record fields:
 
-* ``section`` (str, = the file's stem), ``order`` (int, sections render by ascending order), ``title`` (str),
+* ``section`` (str, = the file's stem), ``order`` (a number, sections render by ascending order; a bench that
+  files one record per CPU class adds the class's rank / 10, as ``bench_onnx.class_order`` does), ``title`` (str),
   ``date`` (``YYYY-MM-DD``), ``machine`` (``machine_info()`` dict, or a string for records written before it
   existed), ``commands`` (list of shell lines), ``setup`` and ``reading`` (markdown);
 * ``tables``: a list of ``{"caption": md, "columns": [str], "rows": [[cell]], "formats": {column: spec},
@@ -68,7 +69,7 @@ class BenchRecord:
     """One section of BENCHMARKS.md."""
 
     section: str
-    order: int
+    order: float
     title: str
     date: str
     machine: dict[str, Any] | str
@@ -136,7 +137,7 @@ class _TableSchema(BaseModel):
 class _RecordSchema(BaseModel):
     model_config = _STRICT
     section: StrictStr
-    order: StrictInt
+    order: _Number
     title: StrictStr
     date: StrictStr
     machine: _Machine
@@ -361,7 +362,7 @@ def load_records(directory: Path | str) -> list[BenchRecord]:
     records = [load_record(path) for path in sorted(directory.glob("*.json"))]
     if not records:
         raise ValueError(f"{directory} holds no benchmark records (*.json).")
-    by_order: dict[int, str] = {}
+    by_order: dict[float, str] = {}
     for record in records:
         if record.order in by_order:
             raise ValueError(f"{directory}: sections {by_order[record.order]!r} and {record.section!r} have the "
@@ -502,7 +503,7 @@ def add_output_arguments(parser: Any) -> None:
 
 
 def record_only(args: Any, section: str, record_tables: Callable[[dict[str, Any]], list[Table]], title: str,
-                order: int) -> bool:
+                order: float) -> bool:
     """With ``--record-only``: rewrite the section record from an earlier run's ``--output`` JSON; True when done."""
     if not args.record_only:
         return False
@@ -547,7 +548,7 @@ def _provenance(measured: bool, add_command: bool, replaces: str | None, date: s
     return fields
 
 
-def finish_run(section: str, tables: list[Table], *, title: str, order: int, measured: bool = True,
+def finish_run(section: str, tables: list[Table], *, title: str, order: float, measured: bool = True,
                add_command: bool = False, replaces: str | None = None, date: str | None = None,
                machine: dict[str, Any] | str | None = None, load_average: Sequence[float] | None = None,
                load_average_after: Sequence[float] | None = None, setup: str | None = None,
@@ -582,7 +583,7 @@ def finish_run(section: str, tables: list[Table], *, title: str, order: int, mea
 def write_record(section: str, *, tables: list[Table], commands: list[str] | None = None,
                  command: str | None = None, replaces: str | None = None,
                  machine: dict[str, Any] | str | None = None, date: str | None = None, title: str | None = None,
-                 setup: str | None = None, reading: str | None = None, order: int | None = None,
+                 setup: str | None = None, reading: str | None = None, order: float | None = None,
                  directory: Path | str = RESULTS_DIR) -> Path:
     """Write (or update) ``<directory>/<section>.json`` with fresh tables.
 

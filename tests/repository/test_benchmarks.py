@@ -105,8 +105,8 @@ def test_sections_render_in_order_with_intro(tmp_path: Path) -> None:
     ({"date": "30/11/2026"}, "date", "YYYY-MM-DD"),
     ({"date": "2026-11-30T10:00"}, "date", "YYYY-MM-DD"),
     ({"commands": []}, "commands", "non-empty"),
-    ({"order": "1"}, "order", "must be int"),
-    ({"order": True}, "order", "must be int"),
+    ({"order": "1"}, "order", "must be a number"),
+    ({"order": True}, "order", "must be a number"),
     ({"section": "other"}, "section", "file name"),
     ({"colour": "red"}, "colour", "not a record field"),
     ({"tables": [{"columns": ["a", "b"], "rows": [[1]]}]}, "tables[0].rows[0]", "2 cells"),
@@ -126,6 +126,22 @@ def test_validation_errors_name_file_and_field(tmp_path: Path, change: dict, fie
     assert str(path) in str(error.value)
     assert f"field {field!r}" in str(error.value)
     assert words in str(error.value)
+
+
+def test_per_class_records_each_get_their_own_place_next_to_each_other(tmp_path: Path) -> None:
+    """A bench that files one record per CPU class (bench_onnx and the int8 benches) gives each class its own
+    order after the bench's base, most capable class first, so a second class's record does not collide."""
+    from bench_onnx import class_order
+
+    flags = {"amx": ["avx2", "avx512f", "avx512_vnni", "amx_int8"], "avx512-vnni": ["avx2", "avx512f", "avx512_vnni"],
+             "avx2": ["avx2"], "other": []}
+    orders = {name: class_order(15, value) for name, value in flags.items()}
+    assert orders["amx"] == 15 < orders["avx512-vnni"] < orders["avx2"] < orders["other"] < 16
+    for name, order in orders.items():
+        write(tmp_path, small_record(section=f"onnx-{name}", order=order))
+    write(tmp_path, small_record(section="next", order=16))
+    assert [r.section for r in load_records(tmp_path)] == ["onnx-amx", "onnx-avx512-vnni", "onnx-avx2", "onnx-other",
+                                                           "next"]
 
 
 def test_duplicate_order_and_bad_json_are_errors(tmp_path: Path) -> None:
