@@ -207,6 +207,17 @@ def parity_batches(tokenizer, inputs: list[str], pooling: str) -> dict[str, dict
     return batches
 
 
+# What to try when a quantised graph misses its tolerance (appended to the refusal; the figures are one-off checks).
+PARITY_HINTS = {
+    "onnxruntime int8": "\nonnxruntime int8 quantises activations with one scale per tensor, which rounds away the "
+                        "outlier features of decoders' states (SmolLM2-135M: min cosine 0.91). Try --int8-block-size "
+                        "128 (a scale per block of 128 input features: 0.9988 there) or --int8-mlp-fp32 (0.9957), "
+                        "or leave out --int8.",
+    "OpenVINO int8": "\nTry keeping parts in float (--int8-float head attention-inputs), --int8-preset mixed, or "
+                     "calibrating on texts like the ones you will embed (--calibration PATH).",
+}
+
+
 def check_parity(name: str, kind: str, run: Callable[[dict[str, np.ndarray]], np.ndarray],
                  batches: dict[str, dict[str, np.ndarray]], references: dict[str, np.ndarray]) -> list[Parity]:
     """One Parity per batch of `parity_batches`; NaN-safe."""
@@ -366,7 +377,7 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
             result.parity += parities
         if not ok and strict:
             raise ValueError("the exported graph does not reproduce the model's vectors, so nothing was written:\n"
-                             + result.describe())
+                             + result.describe() + PARITY_HINTS.get(name, ""))
         return ok
 
     with staged_output(out_dir, overwrite=overwrite) as staging:

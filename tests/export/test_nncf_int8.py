@@ -68,6 +68,41 @@ def test_parts_are_found_by_structure(bert_dump_model, tuned_export):
         parts["first-layer"] + parts["attention-inputs"]))
 
 
+def test_a_decoders_parts_are_found_by_structure_and_stay_float(llama_dump_model, tmp_path):
+    """A Llama graph (q, k, v at one depth, gate and up at another, RMSNorm, rotary embedding, last-token pooling):
+    the same structural rules find its layers, attention inputs and MLP down-projections, and NNCF keeps them float.
+    (The head stays float too: with it quantised under SmoothQuant this random decoder's pooled states lose parity,
+    min cosine 0.87.)"""
+    result = export_onnx(llama_dump_model, tmp_path / "llama", int8=True, openvino=True, fuse=False,
+                         calibration_texts=CALIBRATION,
+                         int8_options=Int8Options(calibration_size=12, ignore=("head", "attention-inputs", "mlp-down")))
+    f32 = openvino.Core().read_model(str(result.out_dir / "openvino" / "openvino_model.xml"))
+    parts = graph_parts(f32)
+    backbone = _backbone(llama_dump_model)
+    layers = backbone["num_hidden_layers"]
+    assert len(parts["layers"]) == layers
+    assert {len(layer) for layer in parts["layers"]} == {7}  # q, k, v, o, gate, up, down
+    assert len(parts["attention-inputs"]) == 3 * layers and len(parts["mlp-down"]) == layers
+    ops = {op.get_friendly_name(): op for op in f32.get_ordered_ops()}
+    for name in parts["mlp-down"]:
+        assert ops[name].input_value(0).get_partial_shape()[-1].get_length() == backbone["intermediate_size"]
+    for name in parts["attention-inputs"]:
+        assert ops[name].input_value(0).get_partial_shape()[-1].get_length() == backbone["hidden_size"]
+    int8 = openvino.Core().read_model(str(result.out_dir / "openvino" / "openvino_model_int8.xml"))
+    kept = set(parts["head"] + parts["attention-inputs"] + parts["mlp-down"])
+    assert kept <= _float_matmuls(int8)
+    assert all(p.ok for p in result.parity)
+
+
+def test_a_refused_openvino_int8_graph_says_what_to_try(llama_dump_model, tmp_path):
+    """NNCF's defaults on the random tiny Llama quantise its head under SmoothQuant and lose parity (min cosine about
+    0.87, on the padded batch): the refusal names the choices to try, one of which (head in float) passes above."""
+    with pytest.raises(ValueError, match="FAIL OpenVINO int8") as error:
+        export_onnx(llama_dump_model, tmp_path / "llama", int8=True, openvino=True, fuse=False,
+                    calibration_texts=CALIBRATION, int8_options=Int8Options(calibration_size=12))
+    assert "--int8-float head attention-inputs" in str(error.value) and not (tmp_path / "llama").exists()
+
+
 def test_a_graph_without_layers_names_what_it_has():
     import openvino.opset13 as ops
 

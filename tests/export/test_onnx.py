@@ -169,6 +169,23 @@ def test_graph_beyond_tolerance_is_not_written(bert_dump_model, tmp_path, monkey
     assert not (tmp_path / "out").exists() and not list(tmp_path.iterdir())
 
 
+def test_int8_beyond_tolerance_says_what_to_try(bert_dump_model, tmp_path, monkeypatch):
+    """A refused int8 graph names the options that bring it back within tolerance (and only the fp32 ones pass)."""
+    real = onnx_export.onnxruntime_runner
+    rng = np.random.default_rng(0)
+
+    def scrambled_int8(path):
+        run = real(path)
+        return (lambda batch: rng.standard_normal(run(batch).shape).astype(np.float32)) \
+            if path.name == "model_int8.onnx" else run
+
+    monkeypatch.setattr(onnx_export, "onnxruntime_runner", scrambled_int8)
+    with pytest.raises(ValueError, match="FAIL onnxruntime int8") as error:
+        export_onnx(bert_dump_model, tmp_path / "out", int8=True, fuse=False)
+    assert str(error.value).endswith(onnx_export.PARITY_HINTS["onnxruntime int8"])
+    assert "--int8-block-size 128" in str(error.value) and not (tmp_path / "out").exists()
+
+
 def test_fused_graph_beyond_tolerance_is_left_out(bert_dump_model, tmp_path, monkeypatch):
     real = onnx_export.onnxruntime_runner
 
