@@ -207,15 +207,15 @@ def parity_batches(tokenizer, inputs: list[str], pooling: str) -> dict[str, dict
     return batches
 
 
-# What to try when a quantised graph misses its tolerance (appended to the refusal; the figures are one-off checks).
-PARITY_HINTS = {
-    "onnxruntime int8": "\nonnxruntime int8 quantises activations with one scale per tensor, which rounds away the "
-                        "outlier features of decoders' states (SmolLM2-135M: min cosine 0.91). Try --int8-block-size "
-                        "128 (a scale per block of 128 input features: 0.9988 there) or --int8-mlp-fp32 (0.9957), "
-                        "or leave out --int8.",
-    "OpenVINO int8": "\nTry keeping parts in float (--int8-float head attention-inputs), --int8-preset mixed, or "
-                     "calibrating on texts like the ones you will embed (--calibration PATH).",
-}
+# What to try when a quantised graph misses its tolerance, appended to the refusal by the check of that graph (the
+# figures are one-off checks).
+ONNXRUNTIME_INT8_HINT = (
+    "\nonnxruntime int8 quantises activations with one scale per tensor, which rounds away the outlier features of "
+    "decoders' states (SmolLM2-135M: min cosine 0.91). Try --int8-block-size 128 (a scale per block of 128 input "
+    "features: 0.9988 there) or --int8-mlp-fp32 (0.9957), or leave out --int8.")
+OPENVINO_INT8_HINT = (
+    "\nTry keeping parts in float (--int8-float head attention-inputs), --int8-preset mixed, or calibrating on texts "
+    "like the ones you will embed (--calibration PATH).")
 
 
 def check_parity(name: str, kind: str, run: Callable[[dict[str, np.ndarray]], np.ndarray],
@@ -331,7 +331,7 @@ def add_openvino(staging: Path, precision: str, calibration_items: list[dict[str
     logger.info("Quantising the OpenVINO IR to int8 with NNCF on %d calibration texts (%s) ...",
                 len(calibration_items), int8_options.describe())
     entry = quantize_openvino_int8(xml, out_xml, calibration_items, int8_options, OUTPUT_NAME)
-    check("OpenVINO int8", "int8", openvino_runner(out_xml, "f32", OUTPUT_NAME))
+    check("OpenVINO int8", "int8", openvino_runner(out_xml, "f32", OUTPUT_NAME), hint=OPENVINO_INT8_HINT)
     return {**entry, "calibration_source": calibration_source}
 
 
@@ -367,8 +367,8 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
     references = {side: torch_vectors(model, batch) for side, batch in batches.items()}
     result = OnnxExport(out_dir=Path(out_dir), inputs=inputs, dimension=int(references["right padding"].shape[1]))
 
-    def check(name: str, kind: str, run: Callable, strict: bool = True) -> bool:
-        """Record the graph's parity; beyond tolerance: raise (strict) or return False (an optional graph)."""
+    def check(name: str, kind: str, run: Callable, strict: bool = True, hint: str = "") -> bool:
+        """Record the graph's parity; beyond tolerance: raise, ending with ``hint`` (strict), or return False."""
         parities = check_parity(name, kind, run, batches, references)
         for parity in parities:
             logger.info("%s", parity.describe().strip())
@@ -377,7 +377,7 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
             result.parity += parities
         if not ok and strict:
             raise ValueError("the exported graph does not reproduce the model's vectors, so nothing was written:\n"
-                             + result.describe() + PARITY_HINTS.get(name, ""))
+                             + result.describe() + hint)
         return ok
 
     with staged_output(out_dir, overwrite=overwrite) as staging:
@@ -391,7 +391,7 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
             fused_path = staging / fused["file"] if fused["file"] else None
             ort_int8 = quantize_onnxruntime_int8(staging / ONNX_FILE, fused_path, staging / INT8_FILE,
                                                  onnxruntime_int8)
-            check("onnxruntime int8", "int8", onnxruntime_runner(staging / INT8_FILE))
+            check("onnxruntime int8", "int8", onnxruntime_runner(staging / INT8_FILE), hint=ONNXRUNTIME_INT8_HINT)
         openvino_int8 = None
         if openvino:
             calibration_items = calibration_inputs(tokenizer, calibration, inputs) if calibration else None

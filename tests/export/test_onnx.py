@@ -182,7 +182,7 @@ def test_int8_beyond_tolerance_says_what_to_try(bert_dump_model, tmp_path, monke
     monkeypatch.setattr(onnx_export, "onnxruntime_runner", scrambled_int8)
     with pytest.raises(ValueError, match="FAIL onnxruntime int8") as error:
         export_onnx(bert_dump_model, tmp_path / "out", int8=True, fuse=False)
-    assert str(error.value).endswith(onnx_export.PARITY_HINTS["onnxruntime int8"])
+    assert str(error.value).endswith(onnx_export.ONNXRUNTIME_INT8_HINT)
     assert "--int8-block-size 128" in str(error.value) and not (tmp_path / "out").exists()
 
 
