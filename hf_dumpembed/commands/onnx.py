@@ -87,19 +87,25 @@ def smooth_quant_alpha(value: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number in [0, 1] or 'off', not {value!r}") from None
 
 
+def flags_given(values: dict[str, object], defaults: object, flags: dict[str, str]) -> list[str]:
+    """The flags (``flags``: field -> flag) whose value in ``values`` differs from the field's value in
+    ``defaults``; found before the options are built, so a flag that cannot apply is named before its value is
+    checked."""
+    return [flag for field, flag in flags.items() if values[field] != getattr(defaults, field)]
+
+
 def int8_options(args: argparse.Namespace):
-    """The NNCF options of the command line; ValueError for a bad value, or when one differs from its default
-    without --int8 --openvino."""
+    """The NNCF options of the command line; ValueError when one differs from its default without --int8
+    --openvino (named first: without them none applies), or for a bad value."""
     from ..export.nncf_int8 import Int8Options
 
-    options = Int8Options(preset=args.int8_preset, smooth_quant_alpha=args.int8_smooth_quant,
-                          calibration_size=args.calibration_size, ignore=tuple(args.int8_float or ()),
-                          max_cosine_drop=args.int8_accuracy_control)
-    defaults = Int8Options()
-    given = [flag for field, flag in NNCF_FLAGS.items() if getattr(options, field) != getattr(defaults, field)]
+    values = {"preset": args.int8_preset, "smooth_quant_alpha": args.int8_smooth_quant,
+              "calibration_size": args.calibration_size, "ignore": tuple(args.int8_float or ()),
+              "max_cosine_drop": args.int8_accuracy_control}
+    given = flags_given(values, Int8Options(), NNCF_FLAGS)
     if given and not (args.int8 and args.openvino):
         raise ValueError(f"{', '.join(given)} choose how OpenVINO int8 is quantised; add --int8 --openvino.")
-    return options
+    return Int8Options(**values)
 
 
 # Each onnxruntime int8 option's field (hf_dumpembed.export.ort_int8.OrtInt8Options) and the flag that sets it.
@@ -108,14 +114,13 @@ ORT_INT8_FLAGS = {"attention_inputs": "--int8-attention-inputs", "reduce_range":
 
 
 def onnxruntime_int8_options(args: argparse.Namespace):
-    """The onnxruntime int8 options of the command line; ValueError for a bad combination, or when one is given
-    without --int8."""
+    """The onnxruntime int8 options of the command line; ValueError when one is given without --int8 (named
+    first: without it none applies), or for a bad combination."""
     from ..export.ort_int8 import OrtInt8Options
 
     values = {field: getattr(args, flag[2:].replace("-", "_")) for field, flag in ORT_INT8_FLAGS.items()}
-    defaults = OrtInt8Options()
-    given = [flag for field, flag in ORT_INT8_FLAGS.items() if values[field] != getattr(defaults, field)]
-    if given and not args.int8:  # named before the options are checked: without --int8 none of them applies
+    given = flags_given(values, OrtInt8Options(), ORT_INT8_FLAGS)
+    if given and not args.int8:
         raise ValueError(f"{', '.join(given)} choose how model_int8.onnx is quantised; add --int8.")
     return OrtInt8Options(**values)
 

@@ -36,6 +36,7 @@ import json
 import statistics
 import sys
 import tempfile
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 
@@ -43,7 +44,14 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchmarks import Table, add_output_arguments, finish_run, this_machine  # noqa: E402
+from benchmarks import (  # noqa: E402
+    Table,
+    add_output_arguments,
+    earlier_results,
+    finish_run,
+    record_only,
+    this_machine,
+)
 
 from hf_dumpembed.data.assets import default_encoder_path  # noqa: E402
 from hf_dumpembed.data.beir import load_beir  # noqa: E402
@@ -209,6 +217,17 @@ def finish_cpu_run(section: str, title: str, base_order: int, tables: list[Table
                summary=f"CPU flags: {', '.join(result['cpu_flags']) or 'none of the listed'}", show=True)
 
 
+def class_record_only(args: argparse.Namespace, base_order: int, record_tables: Callable[[dict], list[Table]],
+                      section_and_title: Callable[[list[str]], tuple[str, str]]) -> bool:
+    """With ``--record-only``: rewrite the record of the CPU class that an earlier run's ``--output`` JSON names
+    (its ``cpu_flags``), measuring nothing; True when done (``benchmarks.record_only`` at the class's place)."""
+    result = earlier_results(args)
+    if result is None:
+        return False
+    section, title = section_and_title(result["cpu_flags"])
+    return record_only(args, section, record_tables, title, class_order(base_order, result["cpu_flags"]))
+
+
 def add_serving_arguments(parser: argparse.ArgumentParser, short: int, long: int) -> None:
     """The options of a CPU serving bench: its texts and their timing (what measure_lengths reads), and the
     held-out collections and their subsampling (measure_quality)."""
@@ -238,13 +257,7 @@ def main() -> None:
                              "whose arithmetic is not fp32: bf16 and int8)")
     add_output_arguments(parser)
     args = parser.parse_args()
-    if args.record_only:
-        if args.output is None or not args.output.is_file():
-            raise SystemExit("--record-only reads the results of an earlier run: give --output FILE.")
-        result = json.loads(args.output.read_text())
-        section, title = section_and_title(result["cpu_flags"])
-        finish_run(section, record_tables(result), title=title, order=class_order(ORDER, result["cpu_flags"]),
-                   measured=False, date=result["date"])
+    if class_record_only(args, ORDER, record_tables, section_and_title):
         return
     torch.set_num_threads(args.threads)
     from transformers import AutoTokenizer

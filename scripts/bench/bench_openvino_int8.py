@@ -35,8 +35,8 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_onnx import add_serving_arguments, class_order, finish_cpu_run, measure_lengths  # noqa: E402
-from benchmarks import Table, add_output_arguments, record_only  # noqa: E402
+from bench_onnx import add_serving_arguments, class_record_only, finish_cpu_run, measure_lengths  # noqa: E402
+from benchmarks import Table, add_output_arguments  # noqa: E402
 from int8_variants import add_variant_arguments, cached_variants, chosen_variants, scored_quality  # noqa: E402
 
 from hf_dumpembed.data.beir import load_beir  # noqa: E402
@@ -139,10 +139,7 @@ def main() -> None:
     add_variant_arguments(parser, "runs/bench_ov_int8", list(VARIANTS))
     add_output_arguments(parser)
     args = parser.parse_args()
-    if args.output is not None and args.output.is_file() and args.record_only:
-        flags = json.loads(args.output.read_text())["cpu_flags"]
-        section, title = section_and_title(flags)
-        record_only(args, section, record_tables, title, class_order(ORDER, flags))
+    if class_record_only(args, ORDER, record_tables, section_and_title):
         return
     torch.set_num_threads(args.threads)
     from transformers import AutoTokenizer

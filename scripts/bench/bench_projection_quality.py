@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from benchmarks import Table, finish_run, save_results, say
+from benchmarks import Table, earlier_results, finish_run, save_results, say
 
 from hf_dumpembed.data.beir import document_text, load_beir
 from hf_dumpembed.data.corpora import EVAL_COLLECTIONS, TRAIN_COLLECTION
@@ -238,10 +238,9 @@ def main() -> None:
     parser.add_argument("--record-only", action="store_true",
                         help="compute nothing: rewrite the section records' tables from the --output JSON")
     args = parser.parse_args()
-    if args.record_only:
-        if not args.output.is_file():
-            raise SystemExit(f"--record-only reads an earlier run's results: {args.output} does not exist.")
-        write_records(json.loads(args.output.read_text()), ("encoder", "decoder"), fresh=False)
+    earlier = earlier_results(args)
+    if earlier is not None:
+        write_records(earlier, ("encoder", "decoder"), fresh=False)
         return
     torch.set_num_threads(args.threads)
     logging.basicConfig(level=logging.WARNING)

@@ -31,7 +31,6 @@ median), which is how `fit`'s defaults were chosen.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 from datetime import date
@@ -41,7 +40,7 @@ import bench_projection_quality as quality
 import numpy as np
 import torch
 from bench_spectemp_auto import timed_encode
-from benchmarks import Table, finish_run, save_results, say
+from benchmarks import Table, earlier_results, finish_run, save_results, say
 
 from hf_dumpembed.evaluation.metrics import metrics_from_results
 from hf_dumpembed.model.quantization import bytes_per_vector
@@ -269,8 +268,9 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=quality.ROOT / "quant_frontier.json")
     parser.add_argument("--record-only", action="store_true", help="rewrite the record from --output")
     args = parser.parse_args()
-    if args.record_only:
-        write(json.loads(args.output.read_text()), fresh=False)
+    earlier = earlier_results(args)
+    if earlier is not None:
+        write(earlier, fresh=False)
         return
     torch.set_num_threads(args.threads)
     logging.basicConfig(level=logging.WARNING)

@@ -27,7 +27,7 @@ from pathlib import Path
 import bench_projection_quality as quality
 import numpy as np
 import torch
-from benchmarks import Table, finish_run, save_results, say
+from benchmarks import Table, earlier_results, finish_run, save_results, say
 
 from hf_dumpembed.projections.corpus import read_corpus
 from hf_dumpembed.projections.encode import encode_texts
@@ -271,8 +271,9 @@ def main() -> None:
     parser.add_argument("--order", type=int, default=None,
                         help="render position of a new --section (default: 21 for the main one, 22 for others)")
     args = parser.parse_args()
-    if args.record_only:
-        write(json.loads(args.output.read_text()), fresh=False, section=args.section, order=args.order)
+    earlier = earlier_results(args)
+    if earlier is not None:
+        write(earlier, fresh=False, section=args.section, order=args.order)
         return
     torch.set_num_threads(args.threads)
     logging.basicConfig(level=logging.WARNING)

@@ -502,14 +502,23 @@ def add_output_arguments(parser: Any) -> None:
                         help="measure nothing: rewrite the section record's tables from the --output JSON")
 
 
+def earlier_results(args: Any) -> dict[str, Any] | None:
+    """With ``--record-only``: the earlier run's ``--output`` JSON (SystemExit when there is none); else None."""
+    if not args.record_only:
+        return None
+    if args.output is None:
+        raise SystemExit("--record-only reads the results of an earlier run: give --output FILE.")
+    if not args.output.is_file():
+        raise SystemExit(f"--record-only reads the results of an earlier run: {args.output} does not exist.")
+    return json.loads(args.output.read_text())
+
+
 def record_only(args: Any, section: str, record_tables: Callable[[dict[str, Any]], list[Table]], title: str,
                 order: float) -> bool:
     """With ``--record-only``: rewrite the section record from an earlier run's ``--output`` JSON; True when done."""
-    if not args.record_only:
+    result = earlier_results(args)
+    if result is None:
         return False
-    if args.output is None or not args.output.is_file():
-        raise SystemExit("--record-only reads the results of an earlier run: give --output FILE.")
-    result = json.loads(args.output.read_text())
     finish_run(section, record_tables(result), title=title, order=order, measured=False, date=result["date"])
     return True
 

@@ -181,4 +181,10 @@ def test_cli_flags_need_int8_openvino_and_valid_values(bert_dump_model, tmp_path
         main(["export-onnx", str(bert_dump_model), str(tmp_path / "b"), "--int8", "--openvino",
               "--int8-smooth-quant", "strong"])
     assert "expected a number in [0, 1] or 'off'" in capsys.readouterr().err
-    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+    # a value out of range without --int8 --openvino: the missing flags are named first, not the range
+    with pytest.raises(SystemExit, match="--int8-smooth-quant choose how OpenVINO int8 is quantised; add --int8"):
+        main(["export-onnx", str(bert_dump_model), str(tmp_path / "c"), "--int8-smooth-quant", "2"])
+    with pytest.raises(SystemExit, match="must lie in"):
+        main(["export-onnx", str(bert_dump_model), str(tmp_path / "c"), "--int8", "--openvino",
+              "--int8-smooth-quant", "2"])
+    assert not any((tmp_path / name).exists() for name in "abc")

@@ -144,6 +144,42 @@ def test_per_class_records_each_get_their_own_place_next_to_each_other(tmp_path:
                                                            "next"]
 
 
+def test_class_record_only_refiles_the_class_its_results_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                             ) -> None:
+    """--record-only of a per-class bench rewrites the record of the CPU class whose flags the earlier results
+    hold, at that class's place, with those results' date; nothing without --record-only; an error naming the
+    missing file."""
+    import argparse
+
+    from bench_onnx import class_order, class_record_only
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["scripts/bench/demo.py", "--record-only"])
+    flags = ["avx2", "avx512f", "avx512_vnni"]
+    output = tmp_path / "runs" / "demo.json"
+    output.parent.mkdir()
+    output.write_text(json.dumps({"date": "2026-12-01", "cpu_flags": flags, "median_s": 0.5}))
+
+    def tables(result: dict) -> list[Table]:
+        return [Table(columns=["model", "median s"], rows=[["a", result["median_s"]]], formats={"median s": 2})]
+
+    def section_and_title(cpu: list[str]) -> tuple[str, str]:
+        return ("demo-vnni" if "avx512_vnni" in cpu else "demo-other"), "Demo"
+
+    results = tmp_path / "scripts" / "bench" / "results"
+    args = argparse.Namespace(record_only=False, output=output)
+    assert not class_record_only(args, 15, tables, section_and_title) and not results.exists()
+    write(results, small_record(section="demo-vnni", order=class_order(15, flags)))
+    args.record_only = True
+    assert class_record_only(args, 15, tables, section_and_title)
+    record = load_record(results / "demo-vnni.json")
+    assert record.order == class_order(15, flags) and record.date == "2026-12-01"
+    assert record.tables[0].rows == [["a", 0.5]] and sorted(p.name for p in results.iterdir()) == ["demo-vnni.json"]
+    args.output = tmp_path / "missing.json"
+    with pytest.raises(SystemExit, match="missing.json does not exist"):
+        class_record_only(args, 15, tables, section_and_title)
+
+
 def test_duplicate_order_and_bad_json_are_errors(tmp_path: Path) -> None:
     write(tmp_path, small_record(section="one"))
     write(tmp_path, small_record(section="two"))
