@@ -14,7 +14,8 @@ DESCRIPTION = """\
 Time every runtime EXPORT (an `hf-dumpembed export-onnx` folder) can be served with, on this machine: torch fp32
 and bf16 (the model folder it was exported from: --model, default the source the export recorded), onnxruntime
 (model.onnx, the fused model_optimized.onnx, model_int8.onnx) and OpenVINO (the IR at f32 and bf16 precision, the
-NNCF int8 IR), whichever the export carries and this environment has installed. Every runtime gets the same
+NNCF static int8 IR and the dynamic int8 IR, each at f32 and bf16 precision for what stays float), whichever the
+export carries and this environment has installed. Every runtime gets the same
 length-sorted batches of short texts (stdlib docstring paragraphs) and long ones (stdlib function sources), or of
 --texts; timing is interleaved per batch and each time is a median over repeats (at least 3, until every runtime
 has --seconds per length). Each runtime's vectors are compared with torch fp32's (the export's tolerances: fp32

@@ -42,7 +42,7 @@ from .._utils.folders import staged_output
 from ..remote import DumpEmbedModel
 from ..remote.configuration_dumpembed import PADDING_SENSITIVE_POOLING
 from ..remote.modeling_dumpembed import counts_positions_from_mask
-from .artefacts import INT8_FILE, MANIFEST_FILE, ONNX_FILE, OPTIMIZED_FILE, OUTPUT_NAME
+from .artefacts import INT8_FILE, MANIFEST_FILE, ONNX_FILE, OPENVINO_INT8_DYNAMIC_FILE, OPTIMIZED_FILE, OUTPUT_NAME
 from .nncf_int8 import Int8Options, quantize_openvino_int8
 from .onnx_optimize import SINGLE_FILE_LIMIT, fuse_for_onnxruntime
 from .openvino import (
@@ -54,6 +54,7 @@ from .openvino import (
     convert_openvino,
     openvino_runner,
 )
+from .openvino_dynamic import compress_openvino_int8
 from .ort_int8 import OrtInt8Options, quantize_onnxruntime_int8
 from .runtimes import onnxruntime_runner, row_cosines, torch_vectors
 from .stock_compat import legacy_tokenizer_config
@@ -297,12 +298,15 @@ def add_fused_graph(staging: Path, accept_fused: Callable[[list[Parity]], bool])
 
 
 def check_request(int8: bool, openvino: bool, precision: str, calibration_texts: Sequence[str] | None,
-                  int8_options: Int8Options) -> list[str] | None:
-    """Before anything is loaded: the extras installed, a known precision, and for OpenVINO int8 the calibration
-    sample (None when no OpenVINO int8 IR is asked for)."""
+                  int8_options: Int8Options, int8_dynamic: bool = False) -> list[str] | None:
+    """Before anything is loaded: the extras installed, a known precision, OpenVINO for its dynamic int8 IR, and
+    for OpenVINO static int8 the calibration sample (None when no static int8 IR is asked for)."""
     require("onnx")
+    if int8_dynamic and not openvino:
+        raise ValueError("int8_dynamic writes an OpenVINO IR (int8 weights, activations quantised at run time): it "
+                         "needs openvino=True (export-onnx --openvino --int8-dynamic). Nothing was written.")
     if openvino:
-        require("openvino int8" if int8 else "openvino")
+        require("openvino int8" if int8 or int8_dynamic else "openvino")
     if precision not in OPENVINO_PRECISIONS:
         raise ValueError(f"precision must be one of {OPENVINO_PRECISIONS}; got {precision!r}.")
     if not (int8 and openvino):
@@ -316,17 +320,19 @@ def check_request(int8: bool, openvino: bool, precision: str, calibration_texts:
     return sample
 
 
-def add_openvino(staging: Path, precision: str, calibration_items: list[dict[str, np.ndarray]] | None,
-                 calibration_source: str | None, check: Callable[..., bool], int8_options: Int8Options
-                 ) -> dict | None:
-    """Write and check the OpenVINO IR (at ``precision``) and, given calibration inputs, its NNCF int8 IR (checked
-    at f32 precision for the parts left in float); the int8 IR's manifest entry, or None."""
-    xml = staging / OPENVINO_DIR / OPENVINO_FILE
-    convert_openvino(staging / ONNX_FILE, xml)
-    kind = "bf16" if precision == "bf16" else "fp32"
-    check(f"OpenVINO {precision}", kind, openvino_runner(xml, precision, OUTPUT_NAME))
-    if calibration_items is None:
-        return None
+def add_onnxruntime_int8(staging: Path, fused: dict, options: OrtInt8Options, check: Callable[..., bool]) -> dict:
+    """Write and check model_int8.onnx, quantised from the fused graph when there is one (ort_int8.py); its manifest
+    entry."""
+    fused_path = staging / fused["file"] if fused["file"] else None
+    entry = quantize_onnxruntime_int8(staging / ONNX_FILE, fused_path, staging / INT8_FILE, options)
+    check("onnxruntime int8", "int8", onnxruntime_runner(staging / INT8_FILE), hint=ONNXRUNTIME_INT8_HINT)
+    return entry
+
+
+def add_openvino_static(xml: Path, calibration_items: list[dict[str, np.ndarray]], calibration_source: str | None,
+                        check: Callable[..., bool], int8_options: Int8Options) -> dict:
+    """Write and check (at f32 precision for the parts left in float) NNCF's static int8 IR of ``xml``; its manifest
+    entry."""
     out_xml = xml.with_name(OPENVINO_INT8_FILE)
     logger.info("Quantising the OpenVINO IR to int8 with NNCF on %d calibration texts (%s) ...",
                 len(calibration_items), int8_options.describe())
@@ -335,11 +341,37 @@ def add_openvino(staging: Path, precision: str, calibration_items: list[dict[str
     return {**entry, "calibration_source": calibration_source}
 
 
+def add_openvino_dynamic(xml: Path, check: Callable[..., bool]) -> dict:
+    """Write and check (at f32 precision) the IR of ``xml`` with int8 weights whose activations OpenVINO quantises
+    at run time (openvino_dynamic.py); its manifest entry."""
+    out_xml = xml.with_name(OPENVINO_INT8_DYNAMIC_FILE)
+    logger.info("Compressing the OpenVINO IR's weights to int8 (NNCF, data-free) ...")
+    entry = compress_openvino_int8(xml, out_xml)
+    check("OpenVINO int8 dynamic", "int8", openvino_runner(out_xml, "f32", OUTPUT_NAME))
+    return entry
+
+
+def add_openvino(staging: Path, precision: str, calibration_items: list[dict[str, np.ndarray]] | None,
+                 calibration_source: str | None, check: Callable[..., bool], int8_options: Int8Options,
+                 int8_dynamic: bool = False) -> dict[str, dict | None]:
+    """Write and check the OpenVINO IR (at ``precision``), given calibration inputs its NNCF static int8 IR, and with
+    ``int8_dynamic`` its dynamic int8 IR; the manifest entries of the two int8 IRs (None: not written)."""
+    xml = staging / OPENVINO_DIR / OPENVINO_FILE
+    convert_openvino(staging / ONNX_FILE, xml)
+    kind = "bf16" if precision == "bf16" else "fp32"
+    check(f"OpenVINO {precision}", kind, openvino_runner(xml, precision, OUTPUT_NAME))
+    static = None
+    if calibration_items is not None:
+        static = add_openvino_static(xml, calibration_items, calibration_source, check, int8_options)
+    dynamic = add_openvino_dynamic(xml, check) if int8_dynamic else None
+    return {"openvino_int8": static, "openvino_int8_dynamic": dynamic}
+
+
 def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = False, openvino: bool = False,
                 precision: str = "f32", fuse: bool = True, onnxruntime_int8: OrtInt8Options | None = None,
                 calibration_texts: Sequence[str] | None = None, calibration_source: str | None = None,
-                int8_options: Int8Options | None = None, overwrite: bool = False, trust_remote_code: bool = False
-                ) -> OnnxExport:
+                int8_options: Int8Options | None = None, int8_dynamic: bool = False, overwrite: bool = False,
+                trust_remote_code: bool = False) -> OnnxExport:
     """Write ``out_dir``: model.onnx (+ model_optimized.onnx, model_int8.onnx, openvino/), tokenizer files,
     README.md, onnx_export.json. ``fuse``: also write the onnxruntime-fused graph (int8 is quantised from it);
     ``onnxruntime_int8``: how model_int8.onnx is quantised (ort_int8.OrtInt8Options: attention inputs, 7-bit
@@ -347,7 +379,9 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
     ``int8`` with ``openvino`` also writes openvino/openvino_model_int8.xml, NNCF's static int8 quantisation
     calibrated on ``calibration_texts`` (required then: the fit corpus or the user's texts; ``calibration_source``
     names them in the manifest); ``int8_options`` are NNCF's choices (preset, SmoothQuant, calibration size, parts
-    kept in float, accuracy control; default: NNCF's transformer defaults on 300 texts).
+    kept in float, accuracy control; default: NNCF's transformer defaults on 300 texts). ``int8_dynamic`` (with
+    ``openvino``) also writes openvino/openvino_model_int8_dynamic.xml: int8 weights, activations quantised by
+    OpenVINO at run time (no calibration texts; openvino_dynamic.py).
 
     Raises ValueError (nothing written) when a graph's vectors disagree with the torch model beyond tolerance, for
     a model that composes a prompt inside its forward (not expressible as one static graph), or for OpenVINO int8
@@ -358,7 +392,7 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
 
     require_trusted_code(model_dir, trust_remote_code)  # the export loads the folder's tokenizer with its code
     int8_options = int8_options or Int8Options()
-    calibration = check_request(int8, openvino, precision, calibration_texts, int8_options)
+    calibration = check_request(int8, openvino, precision, calibration_texts, int8_options, int8_dynamic)
     model_dir = Path(model_dir)
     model, tokenizer = load_for_export(model_dir)
     inputs = graph_inputs(model, tokenizer)
@@ -386,17 +420,12 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
         check("onnxruntime fp32", "fp32", onnxruntime_runner(staging / ONNX_FILE))
         fused = add_fused_graph(staging, lambda _: check("onnxruntime fp32 fused", "fp32", onnxruntime_runner(
             staging / OPTIMIZED_FILE), strict=False)) if fuse else {"file": None, "reason": "not requested"}
-        ort_int8 = None
-        if int8:
-            fused_path = staging / fused["file"] if fused["file"] else None
-            ort_int8 = quantize_onnxruntime_int8(staging / ONNX_FILE, fused_path, staging / INT8_FILE,
-                                                 onnxruntime_int8)
-            check("onnxruntime int8", "int8", onnxruntime_runner(staging / INT8_FILE), hint=ONNXRUNTIME_INT8_HINT)
-        openvino_int8 = None
+        ort_int8 = add_onnxruntime_int8(staging, fused, onnxruntime_int8, check) if int8 else None
+        openvino_int8: dict[str, dict | None] = {"openvino_int8": None, "openvino_int8_dynamic": None}
         if openvino:
             calibration_items = calibration_inputs(tokenizer, calibration, inputs) if calibration else None
             openvino_int8 = add_openvino(staging, precision, calibration_items, calibration_source, check,
-                                         int8_options)
+                                         int8_options, int8_dynamic)
         write_tokenizer_files(model_dir, staging)
         quantization = copy_quantization_calibration(model_dir, staging, result.dimension)
         manifest = {
@@ -406,7 +435,7 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
             # the text to put before each query / document (the graph and the tokenizer add none)
             "prompts": dict(model.config.prompts or {}),
             "onnxruntime_fused": fused, "onnxruntime_int8": ort_int8,
-            "openvino_precision": precision if openvino else None, "openvino_int8": openvino_int8,
+            "openvino_precision": precision if openvino else None, **openvino_int8,
             "quantization": quantization, "parity": [asdict(p) for p in result.parity],
         }
         (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")

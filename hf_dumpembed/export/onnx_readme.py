@@ -124,6 +124,14 @@ same way (the precision hint then applies to the parts left in float); its vecto
 (see the parity table). int8 pays on CPUs with VNNI / AMX-INT8 instructions; elsewhere measure it against f32 first.
 """
 
+OPENVINO_INT8_DYNAMIC_NOTE = """
+`openvino/openvino_model_int8_dynamic.xml` is the same IR with its {products} matrix products' weights in int8
+(NNCF's data-free weight compression, {mode}: one scale per output channel; no calibration texts). OpenVINO
+quantises each product's activations to int8 as it runs, in groups of {group_size} input channels (stored in the IR's
+`runtime_options`, so any loader compiling it uses it). Compile it the same way; with nothing calibrated its vectors
+stay close to f32 (see the parity table), and on CPUs with VNNI / AMX it runs between bf16 and static int8.
+"""
+
 PROMPTS_SECTION = """
 ## Prompts
 
@@ -244,12 +252,17 @@ def _int8_section(entry: dict[str, Any], ort_file: str) -> str:
 
 
 def _openvino_int8_note(manifest: dict[str, Any]) -> str:
+    """The README paragraphs on the OpenVINO int8 IRs the export carries (static, dynamic; empty without them)."""
+    notes = ""
     entry = manifest.get("openvino_int8")
-    if not entry:
-        return ""
-    source = f" from {entry['calibration_source']}" if entry.get("calibration_source") else ""
-    return OPENVINO_INT8_NOTE.format(samples=entry["calibration_samples"], source=source,
-                                     options=entry.get("options_text", "defaults"))
+    if entry:
+        source = f" from {entry['calibration_source']}" if entry.get("calibration_source") else ""
+        notes += OPENVINO_INT8_NOTE.format(samples=entry["calibration_samples"], source=source,
+                                           options=entry.get("options_text", "defaults"))
+    dynamic = manifest.get("openvino_int8_dynamic")
+    if dynamic:
+        notes += OPENVINO_INT8_DYNAMIC_NOTE.format(**dynamic)
+    return notes
 
 
 _ENCODING_FIELD = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids": "type_ids"}

@@ -2,10 +2,11 @@
 
 One table (``RUNTIMES``) names them all: the torch model in fp32 and in bf16 (the model folder the export was made
 from), the graphs of the export folder in onnxruntime (portable, fused, int8) and in OpenVINO (the IR compiled at
-f32 and at bf16 precision, NNCF's int8 IR at f32 and at bf16 precision for the parts left in float). Each
-runtime's *arithmetic* (fp32, bf16, int8) says which parity
-tolerance it is held to (``onnx.MIN_COSINE``, ``onnx.FP32_TOLERANCE``); ``available_runtimes`` opens those whose
-file and packages are present and says why the others are left out.
+f32 and at bf16 precision, NNCF's int8 IR at f32 and at bf16 precision for the parts left in float, and the IR
+with int8 weights whose activations OpenVINO quantises at run time, at both precisions). Each runtime's
+*arithmetic* (fp32, bf16, int8) says which parity tolerance it is held to (``onnx.MIN_COSINE``,
+``onnx.FP32_TOLERANCE``); ``available_runtimes`` opens those whose file and packages are present and says why the
+others are left out.
 
 torch bf16 loads the folder with ``dtype=torch.bfloat16``: the backbone's weights and matrix products are bfloat16
 (native on CPUs with AVX512-BF16 or AMX and on CUDA; converted in software, and slower, on AVX2-only CPUs); pooling
@@ -26,6 +27,7 @@ from .artefacts import (
     ONNX_FILE,
     OPENVINO_DIR,
     OPENVINO_FILE,
+    OPENVINO_INT8_DYNAMIC_FILE,
     OPENVINO_INT8_FILE,
     OPTIMIZED_FILE,
     OUTPUT_NAME,
@@ -56,6 +58,10 @@ RUNTIMES = (
     RuntimeSpec("OpenVINO int8", "openvino", f"{OPENVINO_DIR}/{OPENVINO_INT8_FILE}", "int8", "f32"),
     # the int8 IR with what stays float in bf16 (runs as f32 on CPUs without AVX512-BF16 / AMX)
     RuntimeSpec("OpenVINO int8 bf16", "openvino", f"{OPENVINO_DIR}/{OPENVINO_INT8_FILE}", "int8", "bf16"),
+    # int8 weights, activations quantised at run time (openvino_dynamic.py), at f32 and at bf16 precision
+    RuntimeSpec("OpenVINO int8 dynamic", "openvino", f"{OPENVINO_DIR}/{OPENVINO_INT8_DYNAMIC_FILE}", "int8", "f32"),
+    RuntimeSpec("OpenVINO int8 dynamic bf16", "openvino", f"{OPENVINO_DIR}/{OPENVINO_INT8_DYNAMIC_FILE}", "int8",
+                "bf16"),
 )
 RUNTIME_NAMES = tuple(spec.name for spec in RUNTIMES)
 ENGINE_PACKAGES = {"torch": "torch", "onnxruntime": "onnxruntime", "openvino": "openvino"}

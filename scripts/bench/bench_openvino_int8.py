@@ -6,14 +6,15 @@ NNCF's defaults for transformers (performance preset, SmoothQuant alpha 0.95, 30
 choice changed each: the mixed preset; SmoothQuant off / alpha 0.5; 100 / 1,000 calibration texts; each part kept in
 float (the projection head, the first and last layers, every layer's attention inputs, every MLP down-projection, the
 attention scores); with --accuracy-control, NNCF's accuracy-aware quantisation at a mean-cosine drop of 0.002 on 100
-validation texts held back from the calibration ones. Calibration texts: a seeded sample of the training split's
-documents and queries (StdlibCodeTrain, never the held-out sets). Each variant's IR is written under --work and
-reused by a later run with the same options (resume).
+validation texts held back from the calibration ones. Besides NNCF's static int8: the dynamic int8 IR of
+`export-onnx --int8-dynamic` (int8 weights, no calibration; OpenVINO quantises the activations at run time).
+Calibration texts: a seeded sample of the training split's documents and queries (StdlibCodeTrain, never the
+held-out sets). Each variant's IR is written under --work and reused by a later run with the same options (resume).
 
 * quality: nDCG@10 on the held-out collections (mteb's metric code), relative change vs torch fp32, min cosine;
-* speed: torch fp32, OpenVINO f32 and bf16, every variant compiled at f32 precision, and the defaults' IR and the
-  mixed + float attention inputs IR compiled at bf16 precision too (int8 products, bf16 for what stays float: only
-  differs from f32 on CPUs with AVX512-BF16/AMX);
+* speed: torch fp32, OpenVINO f32 and bf16, every variant compiled at f32 precision, and the defaults' IR, the
+  mixed + float attention inputs IR and the dynamic int8 IR compiled at bf16 precision too (int8 products, bf16 for
+  what stays float: only differs from f32 on CPUs with AVX512-BF16/AMX);
   same length-sorted batches, interleaved per batch, medians over --repeats, short and long texts apart.
 
     python scripts/bench/bench_openvino_int8.py --model runs/qs/minilm-k4-spectemp128 --onnx runs/qs/onnx \
@@ -41,9 +42,16 @@ from int8_variants import add_variant_arguments, cached_variants, chosen_variant
 
 from hf_dumpembed.data.beir import load_beir  # noqa: E402
 from hf_dumpembed.data.corpora import TRAIN_COLLECTION  # noqa: E402
-from hf_dumpembed.export.artefacts import OPENVINO_DIR, OPENVINO_FILE, OPENVINO_INT8_FILE, OUTPUT_NAME  # noqa: E402
+from hf_dumpembed.export.artefacts import (  # noqa: E402
+    OPENVINO_DIR,
+    OPENVINO_FILE,
+    OPENVINO_INT8_DYNAMIC_FILE,
+    OPENVINO_INT8_FILE,
+    OUTPUT_NAME,
+)
 from hf_dumpembed.export.nncf_int8 import SMOOTH_QUANT_OFF, Int8Options, quantize_openvino_int8  # noqa: E402
 from hf_dumpembed.export.openvino import calibration_inputs, calibration_sample, openvino_runner  # noqa: E402
+from hf_dumpembed.export.openvino_dynamic import compress_openvino_int8  # noqa: E402
 from hf_dumpembed.export.runtimes import available_runtimes  # noqa: E402
 from hf_dumpembed.export.serve_bench import cpu_class, cpu_flags, load_average  # noqa: E402
 
@@ -52,8 +60,10 @@ BASELINES = ("torch fp32", "OpenVINO f32", "OpenVINO bf16")
 DEFAULTS_BF16 = "int8 defaults, float parts bf16"
 # Variants also compiled at bf16 inference precision (what stays float runs in bf16: the int8 + bf16 mix that CPUs
 # with VNNI and AVX512-BF16 / AMX have fast paths for), by the row name each gets.
+DYNAMIC = "dynamic int8 (int8 weights, activations at run time)"
 BF16_COMPILED = {DEFAULTS_BF16: "defaults",
-                 "mixed + float attention inputs, float parts bf16": "mixed + float attention inputs"}
+                 "mixed + float attention inputs, float parts bf16": "mixed + float attention inputs",
+                 "dynamic int8, float parts bf16": DYNAMIC}
 VARIANTS = {
     "defaults": Int8Options(),
     "preset mixed": Int8Options(preset="mixed"),
@@ -89,6 +99,22 @@ def quantized_variants(xml: Path, work: Path, variants: dict[str, Int8Options], 
     return cached_variants(work, variants, OPENVINO_INT8_FILE, quantise)
 
 
+def dynamic_variant(xml: Path, work: Path) -> dict:
+    """The dynamic int8 IR of ``xml`` under ``work`` (reused when there: resume), as a variant's manifest entry."""
+    target = work / "dynamic" / OPENVINO_INT8_DYNAMIC_FILE
+    manifest = target.with_suffix(".json")
+    if manifest.is_file():
+        print(f"{DYNAMIC}: reusing {target}", flush=True)  # noqa: T201
+        return json.loads(manifest.read_text())
+    entry = compress_openvino_int8(xml, target)
+    entry.update(options={"weights": entry["mode"], "group_size": entry["group_size"]},
+                 options_text=f"{entry['mode']} weights (data-free), activations quantised in groups of "
+                              f"{entry['group_size']}",
+                 float_nodes="-", quantise_seconds=entry["seconds"], path=str(target))
+    manifest.write_text(json.dumps(entry, indent=1))
+    return entry
+
+
 def variant_table(result: dict) -> Table:
     """One row per variant: its options, nodes kept float, quantisation time, nDCG change, min cosine, speed-ups."""
     quality, lengths = result.get("quality", {}), result["lengths"]
@@ -115,7 +141,8 @@ def variant_table(result: dict) -> Table:
     columns = ["runtime / variant", "options", "float nodes", "quantise s", "mean nDCG@10 change vs torch",
                "min cosine", *speed_columns]
     return Table(columns=columns, rows=rows,
-                 caption="Each variant changes one choice from NNCF's transformer defaults; speed-ups are ratios of "
+                 caption="Each static variant changes one choice from NNCF's transformer defaults; the dynamic int8 "
+                         "rows are the IR of export-onnx --int8-dynamic (no calibration); speed-ups are ratios of "
                          "medians in the same interleaved run (the speed tables below); quality on the held-out "
                          "collections (the nDCG table below)",
                  formats={"quantise s": 0, "mean nDCG@10 change vs torch": "+.2%", "min cosine": 4,
@@ -152,6 +179,7 @@ def main() -> None:
     variants = chosen_variants(variants, args.variants)
     entries = quantized_variants(args.onnx / OPENVINO_DIR / OPENVINO_FILE, args.work, variants, tokenizer, inputs,
                                  texts)
+    entries[DYNAMIC] = dynamic_variant(args.onnx / OPENVINO_DIR / OPENVINO_FILE, args.work)
     opened, _ = available_runtimes(args.onnx, args.model, args.threads)
     runs = {runtime.name: runtime.run for runtime in opened if runtime.name in BASELINES}
     for name, entry in entries.items():

@@ -37,7 +37,7 @@ def full_export(bert_dump_model, tmp_path_factory):
     pytest.importorskip("openvino", reason="pip install 'hf_dumpembed[openvino]'")
     pytest.importorskip("nncf", reason="pip install 'hf_dumpembed[openvino]'")
     return export_onnx(bert_dump_model, tmp_path_factory.mktemp("serve") / "bert", int8=True, openvino=True,
-                       calibration_texts=CALIBRATION, calibration_source="tests").out_dir
+                       int8_dynamic=True, calibration_texts=CALIBRATION, calibration_source="tests").out_dir
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +57,7 @@ def test_every_runtime_of_the_export_is_timed_and_checked(bench):
     assert by_name["torch fp32"].max_abs_diff == 0.0
     for name in ("onnxruntime fp32", "onnxruntime fp32 fused", "OpenVINO f32"):
         assert by_name[name].ok and by_name[name].max_abs_diff <= 1e-4, name
-    for name in ("torch bf16", "OpenVINO bf16", "onnxruntime int8", "OpenVINO int8"):
+    for name in ("torch bf16", "OpenVINO bf16", "onnxruntime int8", "OpenVINO int8", "OpenVINO int8 dynamic"):
         row = by_name[name]
         assert row.arithmetic == spec_of(name).arithmetic and 0.5 < row.min_cosine <= 1.0 + 1e-6, name
         assert row.tolerance.startswith("min cosine"), name
