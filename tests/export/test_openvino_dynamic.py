@@ -16,6 +16,7 @@ from hf_dumpembed.cli import main  # noqa: E402
 from hf_dumpembed.export.onnx import export_onnx  # noqa: E402
 from hf_dumpembed.export.openvino_dynamic import (  # noqa: E402
     GROUP_SIZE_OPTION,
+    RUNTIME_OPTIONS,
     dynamic_group_size,
     stored_group_size,
     weight_input_widths,
@@ -61,8 +62,12 @@ def test_weights_are_int8_and_the_group_size_travels_in_the_ir(bert_dump_model, 
                     if op.get_type_name() == "Constant" and op.get_element_type() == openvino.Type.i8]
     assert len(int8_weights) >= len(widths)
     assert stored_group_size(out / DYNAMIC) == 32 and stored_group_size(out / "openvino/openvino_model.xml") is None
-    compiled = core.compile_model(str(out / DYNAMIC), "CPU")  # no config: the IR's runtime_options apply
-    assert compiled.get_property(GROUP_SIZE_OPTION) == 32
+    # the key the writer stores is the one OpenVINO compiles with: 16 (not its default, 32) read from the IR alone
+    # equals 16 passed explicitly (on a CPU whose plugin takes no group size, both read 0)
+    model = core.read_model(str(out / DYNAMIC))
+    model.set_rt_info("16", [RUNTIME_OPTIONS, GROUP_SIZE_OPTION])
+    explicit = core.compile_model(model, "CPU", {GROUP_SIZE_OPTION: 16}).get_property(GROUP_SIZE_OPTION)
+    assert core.compile_model(model, "CPU").get_property(GROUP_SIZE_OPTION) == explicit
     checked = [p for p in manifest["parity"] if p["name"].startswith("OpenVINO int8 dynamic (")]
     assert checked and all(p["ok"] and p["min_cosine"] >= 0.95 for p in checked)
     readme = (out / "README.md").read_text()
