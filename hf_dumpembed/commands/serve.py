@@ -21,8 +21,9 @@ length-sorted batches of short texts (stdlib docstring paragraphs) and long ones
 has --seconds per length). Each runtime's vectors are compared with torch fp32's (the export's tolerances: fp32
 max |Δ| <= 1e-4, bf16 / int8 min cosine >= 0.99 / 0.95).
 
-Prints the table and the recommendation (the fastest runtime within tolerance, geometric mean over the lengths)
-and records both with the CPU's instruction sets (AVX2, AVX-512 VNNI, AVX512-BF16, AMX) in EXPORT/onnx_export.json
+Prints the table and the recommendation (the fastest runtime within tolerance, geometric mean over the lengths,
+naming those within 10% of it, which one run does not order: rerun to see whether the order holds) and records
+both with the CPU's instruction sets (AVX2, AVX-512 VNNI, AVX512-BF16, AMX) in EXPORT/onnx_export.json
 ("serve_bench") and a section of EXPORT/README.md, replacing an earlier measurement (--no-record: print only).
 Run it on the machine that will serve: the ranking changes with the CPU and the text length. Parity bounds how
 far the vectors move, not nDCG: before serving an int8 graph, measure retrieval quality on held-out data.

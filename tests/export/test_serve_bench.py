@@ -86,7 +86,19 @@ def test_recommend_skips_runtimes_beyond_tolerance_and_breaks_ties_by_order():
     assert chosen["runtime"] == "a"  # a and b tie at sqrt(2); a comes first
     assert chosen["per_group"] == {"short": "a", "long": "b"}
     assert "long texts b" in chosen["text"]
+    assert chosen["close"] == ["b"] and "Within 10% of it: b (one run does not order" in chosen["text"]
     assert recommend([_result("x", {"short": 2.0}, ok=False)], "x")["runtime"] is None
+
+
+def test_recommend_names_the_runtimes_too_close_to_order():
+    results = [_result("torch fp32", {"short": 1.0}), _result("int8", {"short": 3.0}),
+               _result("int8 bf16", {"short": 2.8}), _result("bf16", {"short": 2.6}),
+               _result("near but wrong", {"short": 2.99}, ok=False)]
+    chosen = recommend(results, "torch fp32")
+    assert chosen["runtime"] == "int8" and chosen["close"] == ["int8 bf16"]  # 2.8 within 10% of 3.0; 2.6 is not
+    assert "Within 10% of it: int8 bf16" in chosen["text"]
+    alone = recommend(results[:2] + results[3:], "torch fp32")
+    assert alone["close"] == [] and "Within" not in alone["text"]
 
 
 def test_timing_is_interleaved_over_the_same_batches_and_honours_the_budget():
