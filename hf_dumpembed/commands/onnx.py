@@ -68,7 +68,8 @@ def calibration_corpus(args: argparse.Namespace):
         if args.calibration is not None:
             raise
         raise ValueError(f"OpenVINO int8 is calibrated on the texts the model will embed, by default its fit "
-                         f"corpus. {error} (--calibration PATH)") from None
+                         f"corpus. {error} (--calibration PATH; or --int8-dynamic without --int8, whose OpenVINO int8 "
+                         f"needs no texts)") from None
     if is_beir_folder(corpus.path) and (Path(corpus.path) / "queries.jsonl").exists():
         corpus = dataclasses.replace(corpus, texts=corpus.texts + list(load_queries(corpus.path).values()))
     return corpus

@@ -216,7 +216,8 @@ ONNXRUNTIME_INT8_HINT = (
     "features: 0.9988 there) or --int8-mlp-fp32 (0.9957), or leave out --int8.")
 OPENVINO_INT8_HINT = (
     "\nTry keeping parts in float (--int8-float head attention-inputs), --int8-preset mixed, or calibrating on texts "
-    "like the ones you will embed (--calibration PATH).")
+    "like the ones you will embed (--calibration PATH); or --int8-dynamic instead (int8 weights, activations "
+    "quantised at run time, nothing calibrated: min cosine 0.998 on a trained MiniLM, 0.9986 on SmolLM2-135M).")
 
 
 def check_parity(name: str, kind: str, run: Callable[[dict[str, np.ndarray]], np.ndarray],
@@ -314,7 +315,8 @@ def check_request(int8: bool, openvino: bool, precision: str, calibration_texts:
     if calibration_texts is None:
         raise ValueError("OpenVINO int8 (int8 with openvino) is quantised statically: it needs calibration texts, "
                          "the texts the model will embed (its fit corpus, or your own; export-onnx "
-                         "--calibration PATH). Nothing was written.")
+                         "--calibration PATH), or use int8_dynamic instead (--int8-dynamic: int8 weights, activations "
+                         "quantised at run time, no texts needed). Nothing was written.")
     sample = calibration_sample(calibration_texts, int8_options.texts_needed)
     int8_options.require_texts(len(sample))
     return sample

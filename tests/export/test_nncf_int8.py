@@ -96,11 +96,13 @@ def test_a_decoders_parts_are_found_by_structure_and_stay_float(llama_dump_model
 
 def test_a_refused_openvino_int8_graph_says_what_to_try(llama_dump_model, tmp_path):
     """NNCF's defaults on the random tiny Llama quantise its head under SmoothQuant and lose parity (min cosine about
-    0.87, on the padded batch): the refusal names the choices to try, one of which (head in float) passes above."""
+    0.87, on the padded batch): the refusal names the choices to try, of which the head in float (above) and the
+    dynamic int8 IR (test_openvino_dynamic.py) pass."""
     with pytest.raises(ValueError, match="FAIL OpenVINO int8") as error:
         export_onnx(llama_dump_model, tmp_path / "llama", int8=True, openvino=True, fuse=False,
                     calibration_texts=CALIBRATION, int8_options=Int8Options(calibration_size=12))
     assert "--int8-float head attention-inputs" in str(error.value) and not (tmp_path / "llama").exists()
+    assert "or --int8-dynamic instead" in str(error.value)
 
 
 def test_a_graph_without_layers_names_what_it_has():
