@@ -10,9 +10,10 @@ onnxruntime's transformer fusions (fused attention, skip-LayerNorm, bias-GELU; o
 Optional artefacts: ``model_int8.onnx`` (onnxruntime int8 of the fused graph, with the choices of ort_int8.py) and
 ``openvino/openvino_model.xml`` (OpenVINO IR from the portable graph, f32 weights; the f32 or bf16 inference
 precision it was checked at is recorded in onnx_export.json), with ``--int8`` also ``openvino_model_int8.xml`` (NNCF
-static int8, calibrated on the fit corpus or the user's texts; see openvino_export.py). Every graph is run after
-writing and compared with the torch model; one that disagrees beyond its tolerance is not written (the fused graph
-is then left out and the export goes on with the portable one).
+static int8, calibrated on the fit corpus or the user's texts; see nncf_int8.py) and with ``--int8-dynamic``
+``openvino_model_int8_dynamic.xml`` (int8 weights, activations quantised at run time, nothing calibrated; see
+openvino_dynamic.py). Every graph is run after writing and compared with the torch model; one that disagrees beyond
+its tolerance is not written (the fused graph is then left out and the export goes on with the portable one).
 
 Decoders: the graph runs the backbone on the whole input, the constant prefix (BOS, [DUMP1..K]) included; it does not
 hold that prefix's key/value states as constants, as the torch model's prefix cache (``config.prefix_cache``) does.
