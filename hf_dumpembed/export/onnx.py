@@ -424,10 +424,10 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
         fused = add_fused_graph(staging, lambda _: check("onnxruntime fp32 fused", "fp32", onnxruntime_runner(
             staging / OPTIMIZED_FILE), strict=False)) if fuse else {"file": None, "reason": "not requested"}
         ort_int8 = add_onnxruntime_int8(staging, fused, onnxruntime_int8, check) if int8 else None
-        openvino_int8: dict[str, dict | None] = {"openvino_int8": None, "openvino_int8_dynamic": None}
+        openvino_entries: dict[str, dict | None] = {"openvino_int8": None, "openvino_int8_dynamic": None}
         if openvino:
             calibration_items = calibration_inputs(tokenizer, calibration, inputs) if calibration else None
-            openvino_int8 = add_openvino(staging, precision, calibration_items, calibration_source, check,
+            openvino_entries = add_openvino(staging, precision, calibration_items, calibration_source, check,
                                          int8_options, int8_dynamic)
         write_tokenizer_files(model_dir, staging)
         quantization = copy_quantization_calibration(model_dir, staging, result.dimension)
@@ -438,7 +438,7 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
             # the text to put before each query / document (the graph and the tokenizer add none)
             "prompts": dict(model.config.prompts or {}),
             "onnxruntime_fused": fused, "onnxruntime_int8": ort_int8,
-            "openvino_precision": precision if openvino else None, **openvino_int8,
+            "openvino_precision": precision if openvino else None, **openvino_entries,
             "quantization": quantization, "parity": [asdict(p) for p in result.parity],
         }
         (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")

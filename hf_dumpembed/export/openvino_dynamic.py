@@ -68,13 +68,3 @@ def compress_openvino_int8(xml: Path, out_xml: Path) -> dict[str, object]:
     openvino.save_model(compressed, str(out_xml), compress_to_fp16=False)
     return {"file": out_xml.name, "mode": COMPRESSION_MODE, "group_size": group_size, "products": len(widths),
             "seconds": round(time.perf_counter() - started, 2)}
-
-
-def stored_group_size(xml: Path) -> int | None:
-    """The dynamic-quantisation group size stored in the IR's rt_info (None when it has none)."""
-    import openvino
-
-    model = openvino.Core().read_model(str(xml))
-    if not model.has_rt_info([RUNTIME_OPTIONS, GROUP_SIZE_OPTION]):
-        return None
-    return int(model.get_rt_info([RUNTIME_OPTIONS, GROUP_SIZE_OPTION]).astype(str))

@@ -30,6 +30,7 @@ import argparse
 import json
 import statistics
 import sys
+from dataclasses import asdict, dataclass
 from datetime import date
 from pathlib import Path
 
@@ -51,16 +52,16 @@ from hf_dumpembed.export.artefacts import (  # noqa: E402
 )
 from hf_dumpembed.export.nncf_int8 import SMOOTH_QUANT_OFF, Int8Options, quantize_openvino_int8  # noqa: E402
 from hf_dumpembed.export.openvino import calibration_inputs, calibration_sample, openvino_runner  # noqa: E402
-from hf_dumpembed.export.openvino_dynamic import compress_openvino_int8  # noqa: E402
+from hf_dumpembed.export.openvino_dynamic import COMPRESSION_MODE, compress_openvino_int8  # noqa: E402
 from hf_dumpembed.export.runtimes import available_runtimes  # noqa: E402
 from hf_dumpembed.export.serve_bench import cpu_class, cpu_flags, load_average  # noqa: E402
 
 ORDER = 17
 BASELINES = ("torch fp32", "OpenVINO f32", "OpenVINO bf16")
 DEFAULTS_BF16 = "int8 defaults, float parts bf16"
+DYNAMIC = "dynamic int8 (int8 weights, activations at run time)"
 # Variants also compiled at bf16 inference precision (what stays float runs in bf16: the int8 + bf16 mix that CPUs
 # with VNNI and AVX512-BF16 / AMX have fast paths for), by the row name each gets.
-DYNAMIC = "dynamic int8 (int8 weights, activations at run time)"
 BF16_COMPILED = {DEFAULTS_BF16: "defaults",
                  "mixed + float attention inputs, float parts bf16": "mixed + float attention inputs",
                  "dynamic int8, float parts bf16": DYNAMIC}
@@ -99,20 +100,22 @@ def quantized_variants(xml: Path, work: Path, variants: dict[str, Int8Options], 
     return cached_variants(work, variants, OPENVINO_INT8_FILE, quantise)
 
 
+@dataclass(frozen=True)
+class DynamicInt8:
+    """The dynamic int8 IR as a cached variant: it has no choices of its own (the export picks the group size)."""
+
+    def describe(self, group_size: int | str = "chosen by the export") -> str:
+        return f"{COMPRESSION_MODE} weights (data-free), activations quantised in groups of {group_size}"
+
+
 def dynamic_variant(xml: Path, work: Path) -> dict:
     """The dynamic int8 IR of ``xml`` under ``work`` (reused when there: resume), as a variant's manifest entry."""
-    target = work / "dynamic" / OPENVINO_INT8_DYNAMIC_FILE
-    manifest = target.with_suffix(".json")
-    if manifest.is_file():
-        print(f"{DYNAMIC}: reusing {target}", flush=True)  # noqa: T201
-        return json.loads(manifest.read_text())
-    entry = compress_openvino_int8(xml, target)
-    entry.update(options={"weights": entry["mode"], "group_size": entry["group_size"]},
-                 options_text=f"{entry['mode']} weights (data-free), activations quantised in groups of "
-                              f"{entry['group_size']}",
-                 float_nodes="-", quantise_seconds=entry["seconds"], path=str(target))
-    manifest.write_text(json.dumps(entry, indent=1))
-    return entry
+    def compress(options: DynamicInt8, target: Path) -> dict:
+        entry = compress_openvino_int8(xml, target)
+        return {**entry, "options": asdict(options), "float_nodes": "-",
+                "options_text": options.describe(entry["group_size"])}
+
+    return cached_variants(work / "dynamic", {DYNAMIC: DynamicInt8()}, OPENVINO_INT8_DYNAMIC_FILE, compress)[DYNAMIC]
 
 
 def variant_table(result: dict) -> Table:

@@ -18,13 +18,20 @@ from hf_dumpembed.export.openvino_dynamic import (  # noqa: E402
     GROUP_SIZE_OPTION,
     RUNTIME_OPTIONS,
     dynamic_group_size,
-    stored_group_size,
     weight_input_widths,
 )
 from hf_dumpembed.export.runtimes import available_runtimes, row_cosines  # noqa: E402
 
 DYNAMIC = "openvino/openvino_model_int8_dynamic.xml"
 RUNTIMES = ["torch fp32", "OpenVINO f32", "OpenVINO int8 dynamic", "OpenVINO int8 dynamic bf16"]
+
+
+def stored_group_size(xml) -> int | None:
+    """The dynamic-quantisation group size in the IR's rt_info (None when it has none)."""
+    model = openvino.Core().read_model(str(xml))
+    if not model.has_rt_info([RUNTIME_OPTIONS, GROUP_SIZE_OPTION]):
+        return None
+    return int(model.get_rt_info([RUNTIME_OPTIONS, GROUP_SIZE_OPTION]).astype(str))
 
 
 @pytest.fixture(scope="module")
