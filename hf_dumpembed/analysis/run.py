@@ -8,7 +8,8 @@ from pathlib import Path
 
 from .._utils.folders import staged_output
 from ..model.backbone import is_decoder_folder
-from ..model.folder_schema import require_trusted_code
+from ..model.folder_check import require_dumpembed_folder
+from ..model.folder_schema import folder_code_may_run
 from .logit_lens import DEFAULT_RATIO, LogitLens, logit_lens
 from .plots import plot_token_statistics
 from .token_stats import TokenStatistics, attention_sinks, token_statistics
@@ -55,9 +56,8 @@ def analyze(
     a staging folder and swapped in whole (a failed run leaves it as it was); it may hold only a previous analysis."""
     model_dirs = [Path(m) for m in model_dirs]
     for model_dir in model_dirs:
-        if not (model_dir / "config.json").is_file():
-            raise FileNotFoundError(f"{model_dir} is not a model folder (no config.json).")
-        require_trusted_code(model_dir, trust_remote_code)
+        require_dumpembed_folder(model_dir)  # the analysis reads [DUMP] slots and the folder's pooling
+        folder_code_may_run(model_dir, trust_remote_code)
     labels = labels or [m.name for m in model_dirs]
     if len(labels) != len(model_dirs):
         raise ValueError(f"got {len(labels)} labels for {len(model_dirs)} models.")

@@ -201,7 +201,7 @@ def load_dumpembed_folder(model_name: str, revision: str | None = None, *, folde
     error. ``dumpembed``: the facts the ModelMeta states (`folder_facts`); a folder that no longer matches them is
     refused. The folder's code must be hf_dumpembed's own unless ``trust_remote_code``.
     """
-    from ..model.folder_schema import require_trusted_code
+    from ..model.folder_schema import folder_code_may_run
 
     path = Path(folder)
     config = _read_json(path / "config.json")
@@ -214,7 +214,7 @@ def load_dumpembed_folder(model_name: str, revision: str | None = None, *, folde
                 raise ValueError(f"{path} no longer is the model its ModelMeta describes: {key} is {current.get(key)!r}"
                                  f" in the folder, {expected!r} in the ModelMeta; build the ModelMeta again "
                                  "(build_model_meta / register_folder).")
-    require_trusted_code(path, trust_remote_code)
+    folder_code_may_run(path, trust_remote_code)
     model_kwargs = dict(kwargs.pop("model_kwargs", None) or {})
     k = requested_dim(embed_dim=embed_dim, truncate_dim=truncate_dim, projection_dim=projection_dim,
                       model_kwargs=model_kwargs.pop("projection_dim", None))
@@ -255,6 +255,20 @@ def _folder_encoder() -> type:
             self._mteb_model_meta = meta
 
     return DumpEmbedFolderEncoder
+
+
+def is_dumpembed_folder(model_dir: str | Path) -> bool:
+    """True when ``model_dir``'s config.json says it is a DumpEmbed model."""
+    return _read_json(Path(model_dir) / "config.json").get("model_type") == "dumpembed"
+
+
+def plain_model_meta(model_dir: str | Path, model, options: SubmissionOptions = SubmissionOptions()):
+    """The ``mteb.ModelMeta`` of any other sentence-transformers model folder (a baseline evaluated beside one's own):
+    mteb's own description of the loaded ``model``, named and versioned as `model_identity` files results."""
+    from mteb.models.model_meta import ModelMeta
+
+    name, revision = model_identity(model_dir, options.name, options.revision)
+    return ModelMeta.from_sentence_transformer_model(model).model_copy(update={"name": name, "revision": revision})
 
 
 def build_model_meta(model_dir: str | Path, options: SubmissionOptions = SubmissionOptions(), strict: bool = True,

@@ -66,21 +66,24 @@ def run_eval(
     ``SentenceTransformerEncoderWrapper``; results go to mteb's layout under
     ``results_dir/results/<org>__<name>/<revision>/`` with the model's full ``ModelMeta``.
 
-    The folder's remote code must be hf_dumpembed's own unless ``trust_remote_code`` (UntrustedRemoteCode). A run
-    that fails leaves no results folder it created without writing a result into it."""
+    A DumpEmbed folder's remote code must be hf_dumpembed's own unless ``trust_remote_code`` (UntrustedRemoteCode);
+    any other folder (a plain sentence-transformers model, a baseline) loads with ``trust_remote_code=False``, so
+    sentence-transformers refuses whatever code it names. A run that fails leaves no results folder it created
+    without writing a result into it."""
     from ..model.folder_check import require_readable_weights
-    from ..model.folder_schema import require_trusted_code
+    from ..model.folder_schema import folder_code_may_run
 
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer; got {batch_size!r}.")
     model_dir = Path(model_dir)
     if not (model_dir / "config.json").is_file():
         raise FileNotFoundError(f"{model_dir} is not a model folder (no config.json).")
-    require_trusted_code(model_dir, trust_remote_code)
+    runs_code = folder_code_may_run(model_dir, trust_remote_code)
     require_readable_weights(model_dir)  # a damaged file: one error naming it, before mteb starts
     created = _missing_parents(Path(results_dir))
     try:
-        return _run_eval(model_dir, tasks, results_dir, data_dir, model_name, revision, batch_size, overwrite)
+        return _run_eval(model_dir, tasks, results_dir, data_dir, model_name, revision, batch_size, overwrite,
+                         runs_code)
     except BaseException:
         _remove_empty_folders(created)
         raise
@@ -106,20 +109,24 @@ def _remove_empty_folders(created: list[Path]) -> None:
 
 
 def _run_eval(model_dir: Path, tasks: list[str], results_dir: str | Path, data_dir: str | Path,
-              model_name: str | None, revision: str | None, batch_size: int, overwrite: bool) -> EvalRun:
-    """`run_eval` once its arguments and the folder's code are checked."""
+              model_name: str | None, revision: str | None, batch_size: int, overwrite: bool,
+              runs_code: bool) -> EvalRun:
+    """`run_eval` once its arguments and the folder's code are checked (``runs_code``: it may run)."""
     import mteb
     from datasets.exceptions import DatasetGenerationError
     from mteb.cache import ResultCache
     from mteb.models.sentence_transformer_wrapper import SentenceTransformerEncoderWrapper
 
-    from .model_meta import SubmissionOptions, build_model_meta
+    from .model_meta import SubmissionOptions, build_model_meta, is_dumpembed_folder, plain_model_meta
 
     task_objects = load_tasks(tasks, data_dir)  # fails fast on bad folders / offline official tasks
-    meta = build_model_meta(model_dir, SubmissionOptions(name=model_name, revision=revision), strict=False,
-                            all_dims=False)  # results are filed under the dimension evaluated
-    wrapper = SentenceTransformerEncoderWrapper(str(model_dir), revision=None, trust_remote_code=True)
-    wrapper.mteb_model_meta = meta
+    options = SubmissionOptions(name=model_name, revision=revision)
+    wrapper = SentenceTransformerEncoderWrapper(str(model_dir), revision=None, trust_remote_code=runs_code)
+    if is_dumpembed_folder(model_dir):  # results are filed under the dimension evaluated
+        wrapper.mteb_model_meta = build_model_meta(model_dir, options, strict=False, all_dims=False)
+    else:
+        wrapper.mteb_model_meta = plain_model_meta(model_dir, wrapper.model, options)
+    meta = wrapper.mteb_model_meta
     cache = ResultCache(results_dir)
     # mteb reuses a complete cached result even when the task's dataset revision changed: a local folder's revision
     # is the hash of its files, so a task whose data was edited since its cached result is run again.

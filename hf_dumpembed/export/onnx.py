@@ -391,9 +391,11 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
     without calibration texts; UntrustedRemoteCode for a folder whose code is not hf_dumpembed's own, unless
     ``trust_remote_code``.
     """
-    from ..model.folder_schema import require_trusted_code
+    from ..model.folder_check import require_dumpembed_folder
+    from ..model.folder_schema import folder_code_may_run
 
-    require_trusted_code(model_dir, trust_remote_code)  # the export loads the folder's tokenizer with its code
+    require_dumpembed_folder(model_dir)
+    folder_code_may_run(model_dir, trust_remote_code)  # the export loads the folder's tokenizer with its code
     int8_options = int8_options or Int8Options()
     calibration = check_request(int8, openvino, precision, calibration_texts, int8_options, int8_dynamic)
     model_dir = Path(model_dir)

@@ -256,7 +256,8 @@ def model_folder(export_dir: Path, manifest: dict[str, Any], model_dir: str | Pa
                  trust_remote_code: bool) -> Path | None:
     """The torch model to time and compare against: ``model_dir``, else the export's recorded source when it is
     still there, else None (then the fp32 ONNX graph is the reference). Checked as every command checks a folder."""
-    from ..model.folder_schema import require_trusted_code
+    from ..model.folder_check import require_dumpembed_folder
+    from ..model.folder_schema import folder_code_may_run
 
     if model_dir is None:
         source = Path(manifest.get("source") or "")
@@ -267,7 +268,8 @@ def model_folder(export_dir: Path, manifest: dict[str, Any], model_dir: str | Pa
     if not (model_dir / "config.json").is_file():
         raise ValueError(f"{model_dir} is not a model folder (no config.json): give the DumpEmbed folder the export "
                          "was made from.")
-    require_trusted_code(model_dir, trust_remote_code)
+    require_dumpembed_folder(model_dir)
+    folder_code_may_run(model_dir, trust_remote_code)
     return model_dir
 
 

@@ -22,7 +22,7 @@ from .._utils.folders import check_output_dir, staged_output
 from ..model.export_record import write_export_record
 from ..model.exportable import ST_POOLING, stock_export_blocker
 from ..model.folder_check import require_dumpembed_folder
-from ..model.folder_schema import require_trusted_code
+from ..model.folder_schema import folder_code_may_run
 from ..model.st_files import st_settings
 from ..remote import DumpEmbedModel
 from .stock_compat import make_portable
@@ -59,11 +59,11 @@ def export_stock_st(model_dir: str | Path, out_dir: str | Path, overwrite: bool 
 
     ``check(staging)`` runs on the complete export before it is moved into place: when it raises, nothing is
     written (e.g. the vector comparison of `hf-dumpembed export-st`). ``model_dir`` must be exactly a folder
-    hf_dumpembed writes (`require_trusted_code`) unless ``trust_remote_code``.
+    hf_dumpembed writes (`folder_code_may_run`) unless ``trust_remote_code``.
     """
     model_dir = Path(model_dir)
     require_dumpembed_folder(model_dir)
-    require_trusted_code(model_dir, trust_remote_code)  # a folder of exactly hf_dumpembed's shape, or the user's word
+    folder_code_may_run(model_dir, trust_remote_code)  # a folder of exactly hf_dumpembed's shape, or the user's word
     check_output_dir(out_dir, overwrite, inputs=[model_dir])
     with output_lock(out_dir):
         return _export(model_dir, out_dir, overwrite, check)

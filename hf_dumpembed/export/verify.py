@@ -136,19 +136,17 @@ def check_load_paths(
     """Encode ``texts`` through AutoModel, SentenceTransformer, MTEB (and a stock export) and compare.
 
     The folder's remote code must be hf_dumpembed's own (UntrustedRemoteCode otherwise) unless
-    ``trust_remote_code``; so must a stock export's modules."""
+    ``trust_remote_code``; a stock export loads with ``trust_remote_code=False`` (none of its code runs)."""
     from ..model.folder_check import require_dumpembed_folder
-    from ..model.folder_schema import require_trusted_code
+    from ..model.folder_schema import folder_code_may_run
 
     require_dumpembed_folder(model_dir)
-    require_trusted_code(model_dir, trust_remote_code)
+    folder_code_may_run(model_dir, trust_remote_code)
     if stock_export_dir is not None and not (Path(stock_export_dir) / "modules.json").is_file():
         raise ValueError(f"--stock {stock_export_dir} is not a sentence-transformers folder (no modules.json); "
                          "export one with `hf-dumpembed export-st`.")
     if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not 0 <= tolerance < float("inf"):
         raise ValueError(f"tolerance must be a finite number >= 0; got {tolerance!r}.")
-    if stock_export_dir is not None:
-        require_trusted_code(stock_export_dir, trust_remote_code)
     texts = list(texts)
     if not texts or not all(isinstance(t, str) for t in texts):
         raise ValueError("texts must be a non-empty list of strings.")

@@ -1,10 +1,12 @@
 """The shape of the folders hf_dumpembed writes, and the one check that a folder has it: an allowlist.
 
-A folder is trusted (loaded here without ``--trust-remote-code``) only when every file in its tree is one that
+A folder's code runs here without ``--trust-remote-code`` only when every file in its tree is one that
 `build` / `fit` / `train` (a DumpEmbed folder) or `export-st` (a stock sentence-transformers export) write, and
 every file a loader reads for code (configs, module lists, module configs) holds only what those writers put
 there. Nothing is admitted because it is absent from a list of bad shapes: a file, a key or a module that no
-writer produces is a deviation, named with its file, its key and what to do. The rules, by file:
+writer produces is a deviation, named with its file, its key and what to do. Any other folder loads with
+``trust_remote_code=False`` (`folder_code_may_run`): transformers and sentence-transformers refuse its code. The
+rules, by file:
 
 * the tree: only the paths of `ROOT_FILES`, `DUMPEMBED_FILES` / `STOCK_FILES` (by pattern), nothing else — no other
   ``*.py``, no ``__init__.py``, no ``.pyc``, no pickles, no sub-folder a writer does not make, no link to a folder;
@@ -472,26 +474,31 @@ def describe(deviations: list[Deviation]) -> str:
 _TRUSTED_ANYWAY: set[str] = set()
 
 
-def require_trusted_code(folder: str | Path, trust_remote_code: bool = False) -> FolderShape | None:
-    """Refuse (UntrustedRemoteCode) a folder that is not exactly what hf_dumpembed's writers produce, before anything
-    in it is imported, naming every deviation; with ``trust_remote_code`` go on and say once that the folder's own
-    code runs. Returns the folder's shape (None for a folder of no known shape that the user trusts)."""
+def folder_code_may_run(folder: str | Path, trust_remote_code: bool = False) -> bool:
+    """Whether loaders may run ``folder``'s own code (pass the answer as their ``trust_remote_code``).
+
+    Two cases, one rule: a local folder of exactly the shape hf_dumpembed's writers produce loads with its code (it is
+    ours, byte for byte); any other folder or Hub id loads with ``trust_remote_code=False`` unless the user trusts it,
+    so transformers and sentence-transformers refuse whatever code it names themselves, and a plain model (a stock
+    sentence-transformers folder, a Hub-cache snapshot) simply loads. The one refusal here (UntrustedRemoteCode,
+    naming every deviation) is a folder whose config says it is a DumpEmbed model but is not exactly ours: it loads
+    only with code. With ``trust_remote_code`` a folder that is not exactly ours says once that its own code runs."""
     path = Path(folder)
     if not path.is_dir():
-        if trust_remote_code:
-            return None
-        raise UntrustedRemoteCode(f"{folder} is not a local folder, so its files cannot be checked before they are "
-                                  "loaded: download it first (`hf download ID --local-dir DIR`) and give DIR, or pass "
-                                  "--trust-remote-code (Python: trust_remote_code=True).")
+        return trust_remote_code
     found = folder_deviations(path)
-    if found and not trust_remote_code:
+    if not found:
+        return True
+    if trust_remote_code:
+        if str(path.resolve()) not in _TRUSTED_ANYWAY:
+            _TRUSTED_ANYWAY.add(str(path.resolve()))
+            logger.warning("Running %s's own code (--trust-remote-code): it is not exactly a folder hf_dumpembed "
+                           "writes (%s).", folder, "; ".join(str(item) for item in found))
+        return True
+    if folder_shape(path) is FolderShape.DUMPEMBED:
         raise UntrustedRemoteCode(f"{folder} is not exactly a folder hf_dumpembed writes, and loading it could run "
                                   f"code that is not ours on this machine:\n{describe(found)}\n{TRUST_HINT}")
-    if found and str(path.resolve()) not in _TRUSTED_ANYWAY:
-        _TRUSTED_ANYWAY.add(str(path.resolve()))
-        logger.warning("Running %s's own code (--trust-remote-code): it is not exactly a folder hf_dumpembed writes "
-                       "(%s).", folder, "; ".join(str(item) for item in found))
-    return folder_shape(path)
+    return False
 
 
 def is_trusted_folder(folder: str | Path) -> bool:

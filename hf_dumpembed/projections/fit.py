@@ -20,7 +20,7 @@ from transformers import AutoTokenizer, PreTrainedTokenizerBase
 from .._utils.atomic import output_lock
 from .._utils.folders import check_output_dir
 from ..model.folder_check import require_dumpembed_folder
-from ..model.folder_schema import require_trusted_code
+from ..model.folder_schema import folder_code_may_run
 from ..model.projection_record import ProjectionInfo
 from ..model.prompting import PROMPT_TEMPLATES, PromptMode, prompt_mode, set_prompt_mode  # noqa: F401 - re-exported
 from ..model.quantization import CALIBRATION_FILE, Calibration
@@ -85,7 +85,7 @@ def fit_projections(model_dir: str | Path, targets: Mapping[str | Path, FitOptio
     import torch.distributed as dist
 
     model_dir = require_dumpembed_folder(model_dir)
-    require_trusted_code(model_dir, trust_remote_code)
+    folder_code_may_run(model_dir, trust_remote_code)
     items = [(Path(out), options) for out, options in targets.items()]
     check_fit_dependencies([options for _, options in items])  # before any lock, read or encoding pass
     writer = not (dist.is_available() and dist.is_initialized() and dist.get_rank() != 0)

@@ -28,9 +28,9 @@ from ..model.folder_schema import (
     FolderShape,
     UntrustedRemoteCode,
     describe,
+    folder_code_may_run,
     folder_deviations,
     folder_shape,
-    require_trusted_code,
     trusted_summary,
 )
 from .secret_bytes import redact
@@ -351,7 +351,7 @@ def check_folder(folder: str | Path, source: str | Path | None = None, tolerance
             raise ValueError("--source is for a stock export: it names the DumpEmbed folder it was exported from.")
         if not Path(source).is_dir() or folder_kind(Path(source)) is not FolderKind.DUMPEMBED:
             raise ValueError(f"--source {source} is not a DumpEmbed folder.")
-        require_trusted_code(source, trust_remote_code)  # it is loaded (in a fresh process) with its code
+        folder_code_may_run(source, trust_remote_code)  # it is loaded (in a fresh process) with its code
     files = static_checks(folder, report, repo_id, trust_remote_code)
     if report.problems:  # no point loading a folder that is already refused
         return report, files
@@ -363,7 +363,7 @@ def check_folder(folder: str | Path, source: str | Path | None = None, tolerance
         if source is not None:
             loads.insert(0, (Path(source), True))
         try:  # the staged copy the fresh process loads passes the same check (``source`` was checked above)
-            require_trusted_code(target, trust_remote_code)
+            folder_code_may_run(target, trust_remote_code)
         except UntrustedRemoteCode as error:
             report.problems.append(f"the staged copy is not a folder hf_dumpembed writes; not loaded: {error}")
             return report, files

@@ -31,7 +31,7 @@ from ..data.assets import resolve_backbone
 from ..model.builder import BuildOptions, build, save_dump_model
 from ..model.card import write_card
 from ..model.folder_check import require_dumpembed_folder
-from ..model.folder_schema import folder_shape, require_trusted_code
+from ..model.folder_schema import folder_code_may_run
 from .config import TrainConfig, config_from_dict, save_config
 from .data import DataReport, load_training_data
 from .provenance import check_data_unchanged, public_config, public_report
@@ -301,16 +301,16 @@ def train(config: TrainConfig, resume: bool = False, callbacks: Sequence[Trainer
     run. Under ``torchrun``/``accelerate launch`` each process trains on its share of every global batch with
     in-batch negatives gathered across processes; only rank 0 writes. A ``model.init_from`` folder that is not
     exactly one hf_dumpembed writes is refused unless ``trust_remote_code``, and so is a mining-model folder that
-    claims to be one (model_type dumpembed, or a stock export); the backbone and any other mining model load with
-    transformers' and sentence-transformers' own code only (their code never runs). A run that fails before its
-    first checkpoint leaves no checkpoint folder it created.
+    claims to be a DumpEmbed model; the backbone and any other mining model (a plain sentence-transformers folder, a
+    Hub id) load with transformers' and sentence-transformers' own code only (their code never runs). A run that
+    fails before its first checkpoint leaves no checkpoint folder it created.
     """
     if config.model.init_from:  # loaded with its remote code: it must be a folder hf_dumpembed wrote
         require_dumpembed_folder(config.model.init_from)
-        require_trusted_code(config.model.init_from, trust_remote_code)
-    for miner in (data.mining.model for data in config.data):  # a DumpEmbed / stock folder: ours exactly, or refused
-        if miner and Path(miner).is_dir() and folder_shape(Path(miner)) is not None:
-            require_trusted_code(miner, trust_remote_code)
+        folder_code_may_run(config.model.init_from, trust_remote_code)
+    for miner in (data.mining.model for data in config.data):  # runs code only when exactly ours (or trusted)
+        if miner:
+            folder_code_may_run(miner, trust_remote_code)
     if int(os.environ.get("RANK", "0")) != 0:
         return _train(config, resume, callbacks)
     with output_lock(config.output):  # one run per output; a second one fails now with the first one's pid

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from hf_dumpembed._utils.hashing import sha256_file
 from hf_dumpembed._utils.remote_trust import REMOTE_FILES, known_remote_hashes
-from hf_dumpembed.model.folder_schema import folder_deviations, require_trusted_code
+from hf_dumpembed.model.folder_schema import folder_code_may_run, folder_deviations
 from tests.support.card_fixtures import copy_model
 
 
 def test_a_package_made_folder_is_ours(bert_dump_model):
     """A folder `build` wrote carries the package's own files byte for byte: nothing foreign, nothing refused."""
     assert folder_deviations(bert_dump_model) == []
-    require_trusted_code(bert_dump_model)
+    folder_code_may_run(bert_dump_model)
     known = known_remote_hashes()
     for name in REMOTE_FILES:
         assert sha256_file(bert_dump_model / name) in known[name]

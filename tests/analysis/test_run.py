@@ -114,7 +114,7 @@ def test_analyze_writes_json_and_png_side_by_side(bert_dump_model: Path, tiny_be
     assert "dump1" not in payload["models"]["base"]["norms"]
     assert payload["models"]["base"]["attention_from_stopwords"].keys() == {"cls"}
     assert result.plot_path.stat().st_size > 1000 and result.lens_path is None
-    with pytest.raises(FileNotFoundError, match="not a model folder"):
+    with pytest.raises(FileNotFoundError, match="is not a folder"):
         analyze([tmp_path / "nothing"], TEXTS, tmp_path / "out2")
 
 

@@ -19,9 +19,9 @@ from hf_dumpembed.cli import main
 from hf_dumpembed.model.folder_schema import (
     FolderShape,
     UntrustedRemoteCode,
+    folder_code_may_run,
     folder_deviations,
     folder_shape,
-    require_trusted_code,
 )
 from tests.support.card_fixtures import copy_model
 
@@ -55,7 +55,7 @@ def test_what_the_writers_produce_is_exactly_the_shape(publishable: Path, llama_
                           (stock_export, FolderShape.STOCK)):
         assert folder_shape(folder) is shape
         assert folder_deviations(folder) == [], folder
-        assert require_trusted_code(folder) is shape
+        assert folder_code_may_run(folder) is True
 
 
 DUMPEMBED_DEVIATIONS = {
@@ -127,7 +127,7 @@ def test_each_rule_names_the_file_and_the_key(case: str, publishable: Path, tmp_
     found = [str(item) for item in folder_deviations(folder)]
     assert any(line.startswith(expected) for line in found), found
     with pytest.raises(UntrustedRemoteCode, match="--trust-remote-code") as refused:
-        require_trusted_code(folder)
+        folder_code_may_run(folder)
     assert expected in str(refused.value)
 
 
@@ -157,6 +157,7 @@ def test_a_stock_export_is_checked_module_by_module(case: str, stock_export: Pat
     change(folder)
     found = [str(item) for item in folder_deviations(folder)]
     assert any(line.startswith(expected) for line in found), found
+    assert folder_code_may_run(folder) is False  # not ours: it loads with trust_remote_code=False, never refused
 
 
 def test_every_deviation_is_named_at_once(publishable: Path, tmp_path: Path) -> None:
@@ -165,7 +166,7 @@ def test_every_deviation_is_named_at_once(publishable: Path, tmp_path: Path) -> 
     _file("evil.py")(folder)
     _json(folder, "tokenizer_config.json", lambda c: {**c, "auto_map": {"AutoTokenizer": "t.T"}})
     with pytest.raises(UntrustedRemoteCode) as refused:
-        require_trusted_code(folder)
+        folder_code_may_run(folder)
     assert "evil.py: is not a file" in str(refused.value) and "tokenizer_config.json [auto_map]" in str(refused.value)
 
 
@@ -183,11 +184,10 @@ def test_a_hub_cache_snapshot_of_links_to_files_passes(publishable: Path, tmp_pa
     assert folder_deviations(snapshot) == []
 
 
-def test_a_name_that_is_not_a_local_folder_is_refused_unless_trusted() -> None:
-    """A Hub id cannot be checked before it is loaded: download it and give the folder, or say to trust it."""
-    with pytest.raises(UntrustedRemoteCode, match="is not a local folder.*hf download"):
-        require_trusted_code("acme/not-here")
-    assert require_trusted_code("acme/not-here", trust_remote_code=True) is None
+def test_a_name_that_is_not_a_local_folder_loads_without_its_code_unless_trusted() -> None:
+    """A Hub id cannot be checked before it is loaded: its code runs only when the user says to trust it."""
+    assert folder_code_may_run("acme/not-here") is False
+    assert folder_code_may_run("acme/not-here", trust_remote_code=True) is True
 
 
 def test_a_folder_of_no_known_shape_is_refused(tiny_bert: Path) -> None:
