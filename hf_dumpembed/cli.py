@@ -54,17 +54,31 @@ def _frames_innermost_first(error: BaseException) -> list:
     return frames[::-1]
 
 
-def safetensors_file_of(error: BaseException) -> str | None:
-    """The ``.safetensors`` file the call that raised ``error`` was reading or writing (safetensors' own errors do
-    not name it): the path-valued variables of the failing frames that name one, innermost first, an existing file
+def file_of(error: BaseException, suffixes: tuple[str, ...] = (".safetensors",)) -> str | None:
+    """The file the call that raised ``error`` was reading or writing (Rust extensions' errors do not name it): the
+    path-valued variables of the failing frames that end with one of ``suffixes``, innermost first, an existing file
     preferred."""
     named = []
     for frame in _frames_innermost_first(error):
         for value in frame.f_locals.values():
             path = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
-            if isinstance(path, str) and path.endswith(".safetensors"):
+            if isinstance(path, str) and path.endswith(suffixes):
                 named.append(path)
     return next((path for path in named if os.path.isfile(path)), named[0] if named else None)
+
+
+def is_rust_panic(error: BaseException) -> bool:
+    """pyo3's ``pyo3_runtime.PanicException`` (raised by tokenizers and safetensors when their Rust code panics): a
+    BaseException that no module exports, so it is told by its type's module and name."""
+    kind = type(error)
+    return kind.__module__ == "pyo3_runtime" and kind.__name__ == "PanicException"
+
+
+def rust_panic_message(error: BaseException) -> str:
+    """One line for a Rust panic, naming the file being read when the failing frames name one."""
+    where = file_of(error, ("tokenizer.json", ".safetensors")) or "a model file (tokenizer.json or the weights)"
+    return (f"{where} could not be processed: the Rust library reading it panicked ({str(error).strip()}); the file "
+            "is malformed or hostile: replace it with the source's own.")
 
 
 def safetensors_message(error: BaseException) -> str:
@@ -73,7 +87,7 @@ def safetensors_message(error: BaseException) -> str:
     from ._utils.atomic import disk_errno, disk_error_message, failed_path
 
     code = disk_errno(error)
-    file = safetensors_file_of(error) or failed_path(error)
+    file = file_of(error) or failed_path(error)
     if code is not None:
         return disk_error_message(code, file or "a safetensors file")
     if "os error" in str(error):
@@ -117,6 +131,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         if message is None:
             raise
         raise SystemExit(f"hf-dumpembed {args.command}: error: {message}") from None
+    except BaseException as error:  # only pyo3's PanicException is reported here; everything else goes on unchanged
+        if not is_rust_panic(error):
+            raise
+        raise SystemExit(f"hf-dumpembed {args.command}: error: {rust_panic_message(error)}") from None
 
 
 if __name__ == "__main__":

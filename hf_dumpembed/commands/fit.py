@@ -9,6 +9,7 @@ import textwrap
 from ..model.projection_record import METHOD_NAMES, METHODS, MethodSpec, mode_names
 from ..remote.configuration_dumpembed import PROMPT_MODES
 from . import add_trust_flag
+from .arguments import finite_float
 
 HELP_WIDTH, HELP_INDENT = 114, 18  # the method entries' width and where their text starts
 
@@ -108,7 +109,8 @@ def register(commands: argparse._SubParsersAction) -> None:
                         help="output dimension k (EmbedFilter: band width m); required except for embedfilter")
     parser.add_argument("--ratio", type=int, default=None, metavar="T",
                         help="EmbedFilter filter ratio τ: keep m = d // τ middle directions (default 2)")
-    parser.add_argument("--gamma", type=float, default=None, metavar="G", help="γ of --method gamma (default 0.5)")
+    parser.add_argument("--gamma", type=finite_float(0, 1), default=None, metavar="G",
+                        help="γ of --method gamma, in [0, 1] (default 0.5)")
     parser.add_argument("--mode", choices=list(mode_names()), default=None, help=_mode_help())
     parser.add_argument("--robust", action="store_true", help="alias of --mode robust")
     parser.add_argument("--pseudo-queries", type=int, default=1000, metavar="N",

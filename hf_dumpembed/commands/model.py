@@ -10,6 +10,7 @@ from ..model.backbone import DTYPES
 from ..model.embeddings import INIT_HELP, DumpInit
 from ..remote.configuration_dumpembed import POOLING_MODES, PROMPT_MODES, ST_POOLING_MODES
 from . import add_trust_flag
+from .arguments import finite_float
 
 
 def looks_like_a_path(name: str) -> bool:
@@ -197,7 +198,8 @@ def _add_verify(commands: argparse._SubParsersAction) -> None:
     verify.add_argument("model", help="a DumpEmbed model folder")
     verify.add_argument("--stock", default=None, help="a stock export of MODEL to compare too")
     verify.add_argument("--texts", default=None, help="a text file, one input per line (default: built-in samples)")
-    verify.add_argument("--tolerance", type=float, default=1e-5, help="largest allowed |difference| (default: 1e-5)")
+    verify.add_argument("--tolerance", type=finite_float(minimum=0), default=1e-5,
+                        help="largest allowed |difference|, >= 0 (default: 1e-5)")
     add_trust_flag(verify)
     verify.set_defaults(func=_verify)
 

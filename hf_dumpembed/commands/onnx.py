@@ -11,6 +11,7 @@ from ..export.onnx import OPENVINO_PRECISIONS
 from ..export.openvino import DEFAULT_CALIBRATION_SIZE
 from ..export.ort_int8 import BLOCK_SIZES
 from . import add_trust_flag
+from .arguments import finite_float
 
 DESCRIPTION = """\
 Export MODEL (a DumpEmbed folder) as OUT/model.onnx: one graph from the tokenizer's output to the final embedding
@@ -81,20 +82,14 @@ NNCF_FLAGS = {"preset": "--int8-preset", "smooth_quant_alpha": "--int8-smooth-qu
               "max_cosine_drop": "--int8-accuracy-control"}
 
 
-def smooth_quant_alpha(value: str) -> float:
-    """--int8-smooth-quant: a number (Int8Options checks it lies in [0, 1]), or ``off``."""
-    if value.lower() == "off":
-        return SMOOTH_QUANT_OFF
-    try:
-        return float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1] or 'off', not {value!r}") from None
+# --int8-smooth-quant: an alpha in [0, 1] (Int8Options checks it too, for Python callers), or ``off``.
+smooth_quant_alpha = finite_float(0, 1, words={"off": SMOOTH_QUANT_OFF})
 
 
 def flags_given(values: dict[str, object], defaults: object, flags: dict[str, str]) -> list[str]:
     """The flags (``flags``: field -> flag) whose value in ``values`` differs from the field's value in
-    ``defaults``; found before the options are built, so a flag that cannot apply is named before its value is
-    checked."""
+    ``defaults``; found before the options are built, so a flag that cannot apply is named before the options
+    check its value (a value outside the flag's range is refused earlier, by the parser)."""
     return [flag for field, flag in flags.items() if values[field] != getattr(defaults, field)]
 
 
@@ -187,13 +182,15 @@ def register(commands: argparse._SubParsersAction) -> None:
                         help="with --int8 --openvino: NNCF preset (performance: symmetric int8 activations; mixed: "
                              "asymmetric ones; default: performance)")
     parser.add_argument("--int8-smooth-quant", type=smooth_quant_alpha, default=None, metavar="ALPHA|off",
-                        help="with --int8 --openvino: SmoothQuant alpha for the matrix products (default: NNCF's "
-                             "0.95), or off")
+                        help="with --int8 --openvino: SmoothQuant alpha in [0, 1] for the matrix products "
+                             "(default: NNCF's 0.95), or off")
     parser.add_argument("--int8-float", nargs="+", choices=list(IGNORABLE), default=None, metavar="PART",
                         help=f"with --int8 --openvino: parts kept in float ({', '.join(IGNORABLE)})")
-    parser.add_argument("--int8-accuracy-control", type=float, default=None, metavar="DROP",
+    parser.add_argument("--int8-accuracy-control", type=finite_float(0, 1, min_inclusive=False, max_inclusive=False),
+                        default=None, metavar="DROP",
                         help="with --int8 --openvino: NNCF accuracy-aware quantisation, allowing this drop in mean "
-                             "cosine to the f32 vectors on 100 held-back calibration texts (e.g. 0.002; slow)")
+                             "cosine to the f32 vectors on 100 held-back calibration texts, 0 < DROP < 1 (e.g. "
+                             "0.002; slow)")
     parser.add_argument("--int8-dynamic", action="store_true",
                         help="with --openvino: also write openvino/openvino_model_int8_dynamic.xml (int8 weights, "
                              "activations quantised by OpenVINO at run time; no calibration texts)")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .._utils.console import say
 from . import add_trust_flag
+from .arguments import finite_float
 
 DESCRIPTION = """\
 Time every runtime EXPORT (an `hf-dumpembed export-onnx` folder) can be served with, on this machine: torch fp32
@@ -77,9 +78,9 @@ def add_measuring_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = MeasureOptions()
     parser.add_argument("--threads", type=int, default=None,
                         help="threads of every runtime (default: the CPUs this process may use)")
-    parser.add_argument("--seconds", type=float, default=defaults.seconds,
+    parser.add_argument("--seconds", type=finite_float(minimum=0), default=defaults.seconds,
                         help=f"timing per runtime and length, at least (default: {defaults.seconds:g}; at least 3 "
-                             "repeats)")
+                             "repeats, so 0 times the 3 repeats only)")
     parser.add_argument("--short", type=int, default=defaults.short,
                         help=f"short texts to time (default: {defaults.short})")
     parser.add_argument("--long", type=int, default=defaults.long,

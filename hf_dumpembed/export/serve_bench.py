@@ -320,6 +320,11 @@ class MeasureOptions:
     max_length: int | None = None
     threads: int | None = None
 
+    def __post_init__(self) -> None:
+        if isinstance(self.seconds, bool) or not isinstance(self.seconds, (int, float)) \
+                or not math.isfinite(self.seconds) or self.seconds < 0:
+            raise ValueError(f"seconds must be a finite number >= 0; got {self.seconds!r}.")
+
 
 def time_groups(runs: dict[str, Runner], groups: Sequence[TextGroup], seconds: float, progress=None
                 ) -> dict[str, dict[str, float]]:

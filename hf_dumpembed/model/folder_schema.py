@@ -36,6 +36,7 @@ from typing import Any
 
 from .._utils.hashing import sha256_file
 from .._utils.remote_trust import REMOTE_FILE_NAMES, known_remote_hashes, known_remote_sets
+from .tokenizer_bounds import require_bounded_tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +48,24 @@ AUTO_MAP = {"AutoConfig": "configuration_dumpembed.DumpEmbedConfig", "AutoModel"
 ARCHITECTURES = ["DumpEmbedModel"]
 # The hooks by which a transformers config names code to import (PretrainedConfig's own).
 CONFIG_CODE_KEYS = ("auto_map", "custom_pipelines")
+# Config keys transformers' loading code acts on, at any depth (a sub-config's own included), to choose code, kernels,
+# module classes or the weights file; stored as data by the config class, so only a name list refuses them. Read off
+# transformers' `modeling_utils` (`from_pretrained`, `get_init_context`, `_load_pretrained_model`), `quantizers/`
+# (`AutoHfQuantizer` over `quantization_config`: bitsandbytes, hqq, quanto, gptq, torchao, bitnet, mxfp4 / fp8 kernels
+# from the Hub, ...) and `configuration_utils` (`distributed_config`, the `*_implementation` kernels).
+LOAD_TIME_KEYS = {
+    "quantization_config": "transformers quantizes or rewrites the layers at load (and may import or fetch kernels)",
+    "fusion_config": "transformers patches the model's module classes at load",
+    "transformers_weights": "transformers loads the weights from the file it names",
+    "distributed_config": "transformers shards the model at load",
+    "attn_implementation": "transformers picks the attention kernel from it (Hub kernels included)",
+    "_attn_implementation": "transformers picks the attention kernel from it (Hub kernels included)",
+    "experts_implementation": "transformers picks the experts kernel from it",
+    "_experts_implementation": "transformers picks the experts kernel from it",
+    "kernel_config": "transformers maps layers to Hub kernels from it",
+    "use_kernels": "transformers replaces layers with Hub kernels",
+    "gradient_checkpointing": "transformers switches the model's training mode at load",
+}
 # sentence-transformers module class paths the writers use: the current one (a DumpEmbed folder's Transformer) and
 # the portable one every release since 2.x resolves (a stock export's modules; hf_dumpembed.export.stock_compat).
 LEGACY_MODULE_TYPES = {
@@ -164,19 +183,57 @@ def backbone_config_deviations(rel: str, config: Any, prefix: str = "",
 
     if not isinstance(config, dict):
         return [Deviation(rel, "is not a transformers config (a JSON object)", prefix.rstrip(".") or None)]
-    found = _code_hooks(rel, config, prefix=prefix)
+    found = _code_hooks(rel, config, prefix=prefix) + _load_time_keys(rel, config, prefix)
     model_type = config.get("model_type")
     if model_type not in CONFIG_MAPPING_NAMES:
         return found + [Deviation(rel, f"model_type {model_type!r} is not a model type transformers defines itself "
                                        "(its code would come from elsewhere)", f"{prefix}model_type")]
+    config_class = CONFIG_MAPPING[model_type]
+    if getattr(config_class, "sub_configs", None):
+        parts = ", ".join(sorted(config_class.sub_configs))
+        found.append(Deviation(rel, f"is a composite {model_type} config ({parts}): hf_dumpembed builds from a text "
+                                    "model; build from its text backbone instead", f"{prefix}model_type"))
+    found += _architecture_deviations(rel, config, config_class, prefix)
     if found:
         return found
     try:
-        stored = CONFIG_MAPPING[model_type].from_dict(dict(config)).to_dict()
+        stored = config_class.from_dict(dict(config)).to_dict()
     except Exception as error:  # a config transformers cannot read is no folder a writer made
         return [Deviation(rel, f"transformers cannot read it as a {model_type} config ({error})", prefix or None)]
     return [Deviation(rel, f"is not a setting transformers' {model_type} config stores as data (it acts at load time)",
                       f"{prefix}{key}") for key in config if key not in stored and key not in portable]
+
+
+def _config_class_of(module: Any, name: str) -> type | None:
+    """The config class of the transformers model class ``name`` (None: no such class, or it cannot be imported)."""
+    try:
+        return getattr(getattr(module, name, None), "config_class", None)
+    except Exception:  # a class whose optional backend is missing raises on access
+        return None
+
+
+def _load_time_keys(rel: str, config: dict, prefix: str) -> list[Deviation]:
+    """A deviation for each `LOAD_TIME_KEYS` key at any depth of ``config``."""
+    return [Deviation(rel, f"{LOAD_TIME_KEYS[key]}; hf_dumpembed's writers never write it",
+                      f"{prefix}{where + '.' if where else ''}{key}")
+            for where, key in _nested_keys(config) if key in LOAD_TIME_KEYS]
+
+
+def _architecture_deviations(rel: str, config: dict, config_class: type, prefix: str) -> list[Deviation]:
+    """``architectures`` must name transformers' own model classes of the config's model type (the class a loader
+    builds from it would otherwise read settings this config does not have)."""
+    import transformers
+
+    names = config.get("architectures")
+    if names is None:
+        return []
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        return [Deviation(rel, "must be a list of transformers model class names", f"{prefix}architectures")]
+    model_type = config_class.model_type
+    wrong = [name for name in names if _config_class_of(transformers, name) is not config_class]
+    return [Deviation(rel, f"{name!r} is not a transformers model class of model_type {model_type!r}: set it to the "
+                           f"class of that type the backbone was saved with (e.g. rebuild the folder with "
+                           "`hf-dumpembed build`)", f"{prefix}architectures") for name in wrong]
 
 
 def check_config(folder: Path, rel: str, shape: FolderShape) -> list[Deviation]:
@@ -480,12 +537,14 @@ def folder_code_may_run(folder: str | Path, trust_remote_code: bool = False) -> 
     Two cases, one rule: a local folder of exactly the shape hf_dumpembed's writers produce loads with its code (it is
     ours, byte for byte); any other folder or Hub id loads with ``trust_remote_code=False`` unless the user trusts it,
     so transformers and sentence-transformers refuse whatever code it names themselves, and a plain model (a stock
-    sentence-transformers folder, a Hub-cache snapshot) simply loads. The one refusal here (UntrustedRemoteCode,
-    naming every deviation) is a folder whose config says it is a DumpEmbed model but is not exactly ours: it loads
-    only with code. With ``trust_remote_code`` a folder that is not exactly ours says once that its own code runs."""
+    sentence-transformers folder, a Hub-cache snapshot) simply loads. The refusals here: a folder whose config says
+    it is a DumpEmbed model but is not exactly ours (UntrustedRemoteCode, naming every deviation: it loads only with
+    code), and any folder whose tokenizer.json is past `tokenizer_bounds`' limits (TokenizerBoundError). With
+    ``trust_remote_code`` a folder that is not exactly ours says once that its own code runs."""
     path = Path(folder)
     if not path.is_dir():
         return trust_remote_code
+    require_bounded_tokenizer(path)  # any folder: a hostile tokenizer.json costs seconds, not minutes
     found = folder_deviations(path)
     if not found:
         return True

@@ -182,11 +182,12 @@ def test_cli_flags_need_int8_openvino_and_valid_values(bert_dump_model, tmp_path
     with pytest.raises(SystemExit):
         main(["export-onnx", str(bert_dump_model), str(tmp_path / "b"), "--int8", "--openvino",
               "--int8-smooth-quant", "strong"])
-    assert "expected a number in [0, 1] or 'off'" in capsys.readouterr().err
-    # a value out of range without --int8 --openvino: the missing flags are named first, not the range
+    assert "must be a finite number in [0, 1] or 'off'; got 'strong'" in capsys.readouterr().err
+    # a value in range without --int8 --openvino: the missing flags are named
     with pytest.raises(SystemExit, match="--int8-smooth-quant choose how OpenVINO int8 is quantised; add --int8"):
-        main(["export-onnx", str(bert_dump_model), str(tmp_path / "c"), "--int8-smooth-quant", "2"])
-    with pytest.raises(SystemExit, match="must lie in"):
+        main(["export-onnx", str(bert_dump_model), str(tmp_path / "c"), "--int8-smooth-quant", "0.5"])
+    with pytest.raises(SystemExit) as refused:  # out of range: refused as the command line is read
         main(["export-onnx", str(bert_dump_model), str(tmp_path / "c"), "--int8", "--openvino",
               "--int8-smooth-quant", "2"])
+    assert refused.value.code == 2 and "--int8-smooth-quant: must be a finite number in [0, 1]" in capsys.readouterr().err
     assert not any((tmp_path / name).exists() for name in "abc")

@@ -190,3 +190,11 @@ def test_sample_texts_are_deterministic_and_of_two_lengths():
     assert short == stdlib_docstrings(20) and long == stdlib_sources(5)
     assert len(short) == 20 and len(long) == 5
     assert max(map(len, short)) < min(map(len, long)) and min(map(len, long)) >= 800
+
+
+@pytest.mark.parametrize("seconds", [float("nan"), float("inf"), -1.0, True])
+def test_measure_options_refuse_seconds_that_are_not_a_finite_duration(seconds) -> None:
+    from hf_dumpembed.export.serve_bench import MeasureOptions
+
+    with pytest.raises(ValueError, match="seconds must be a finite number >= 0"):
+        MeasureOptions(seconds=seconds)

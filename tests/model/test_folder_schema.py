@@ -73,7 +73,7 @@ DUMPEMBED_DEVIATIONS = {
     "an attention kernel in the backbone": (
         lambda f: _json(f, "config.json", lambda c: {**c, "text_config": {**c["text_config"],
                                                                            "attn_implementation": "x/evil"}}),
-        "config.json [text_config.attn_implementation]: is not a setting transformers' bert config stores"),
+        "config.json [text_config.attn_implementation]: transformers picks the attention kernel from it"),
     "an auto_map in the backbone": (
         lambda f: _json(f, "config.json", lambda c: {**c, "text_config": {**c["text_config"],
                                                                            "auto_map": {"AutoModel": "evil.E"}}}),
