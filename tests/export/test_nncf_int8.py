@@ -189,5 +189,6 @@ def test_cli_flags_need_int8_openvino_and_valid_values(bert_dump_model, tmp_path
     with pytest.raises(SystemExit) as refused:  # out of range: refused as the command line is read
         main(["export-onnx", str(bert_dump_model), str(tmp_path / "c"), "--int8", "--openvino",
               "--int8-smooth-quant", "2"])
-    assert refused.value.code == 2 and "--int8-smooth-quant: must be a finite number in [0, 1]" in capsys.readouterr().err
+    assert refused.value.code == 2
+    assert "--int8-smooth-quant: must be a finite number in [0, 1]" in capsys.readouterr().err
     assert not any((tmp_path / name).exists() for name in "abc")
