@@ -22,9 +22,8 @@ REMOTE_FILES = ("configuration_dumpembed.py", "modeling_dumpembed.py", "prefix_c
 # installed copy), so that folders built by a release keep loading after the package's own copy changes, and a
 # folder whose files come from different sets (a modeling file without the prefix cache it imports) is refused.
 RELEASED_REMOTE_SETS: tuple[dict[str, frozenset[str]], ...] = (
-    # Two files. The release of 2026-12-01 (main at 04f7804), the first bring-your-own-model commit of that evening,
-    # the release of 2026-12-02 (main at f43f506; its configuration file is the evening's) and that day's second one
-    # (truncate_dim, the prefix cache), whose files main still carried at 2e24be2, the last two-file version.
+    # Two files: the releases of 2026-12-01 and 2026-12-02 (the last two-file version carries truncate_dim and the
+    # prefix cache inside the modeling file).
     {
         "configuration_dumpembed.py": frozenset({
             "b72c2864b75175ef0904ed7ad5e7baa37c900a3686233426c424b21dc9615c56",
@@ -38,13 +37,13 @@ RELEASED_REMOTE_SETS: tuple[dict[str, frozenset[str]], ...] = (
             "908911595b18d16258babe2843b198c60e98d16cb0d61b152c074b7edc5c16b3",
         }),
     },
-    # Three files: the decoder prefix cache in its own module (from issue 38 on). The release of 2026-12-03 (the folder
-    # schema, the prefix cache split); add each later release's sha256 here.
+    # Three files: the decoder prefix cache in its own module. The releases of 2026-12-03 and later; add each later
+    # release's sha256 here.
     {"configuration_dumpembed.py": frozenset({"73189d80d5b0a0ab80e5461f48bd23b74533cfee03031f7adaa9028a0b5168dc"}),
      "modeling_dumpembed.py": frozenset({"2a5a04efbd90f18ef938df283c67a823f6dc51c4d989b4ba33dafdc35299a75f"}),
      "prefix_cache_dumpembed.py": frozenset({"3d008059f593babdec9e1e8978ac45d1332af48ba570baeab4b7b5256f9c35da"})},
-    # The same three files as issue 38 item 2 left them (the closed sets defined once: the any-k methods named once in
-    # the modeling file, the padding-sensitive pooling modes in the configuration file; the prefix cache unchanged).
+    # The same three files with the closed sets defined once (the any-k methods in the modeling file, the
+    # padding-sensitive pooling modes in the configuration file; the prefix cache unchanged).
     {"configuration_dumpembed.py": frozenset({"078f26e64e520722d293d8f6f27ea6fb6c40e83a429ab9f6136301a56fc04460"}),
      "modeling_dumpembed.py": frozenset({"42fcac6c9b12002efe68c0be3dab66d1a20030c84bfdf5b7b6d53e38a4b54e14"}),
      "prefix_cache_dumpembed.py": frozenset({"3d008059f593babdec9e1e8978ac45d1332af48ba570baeab4b7b5256f9c35da"})},

@@ -21,13 +21,12 @@ from .backbone import is_decoder_folder
 from .embeddings import INIT_CARD_TEXT, DumpInit
 from .export_record import check_export_source
 from .exportable import stock_export_blocker
-from .folder_schema import TRAINING_SIDE_FILES as TRAINING_SIDE_FILE_RECORDS
+from .folder_schema import TRAINING_SIDE_FILES
 from .papers import PAPERS
 from .projection_record import AutoRecord, ProjectionInfo, method_text
 
 TEMPLATE = Path(__file__).resolve().parent.parent / "model_cards" / "dumpembed.md"
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
-POOLING_TEXT = POOLING_DESCRIPTIONS
 # The card's words for each init a folder records (``auto`` is resolved before: `resolve_init`); ``token`` is
 # recorded as ``token:X``, X the copied token.
 INIT_TEXT = INIT_CARD_TEXT  # the card's words for each recorded init mode (defined with the modes)
@@ -95,7 +94,6 @@ PROJECTION_FIELDS = {
     "fitted_at": "fitted",
 }
 TRAINING_FIELDS = {"loss": "loss", "steps": "steps", "seed": "seed", "trained_at": "trained"}
-TRAINING_SIDE_FILES = {name: text for name, (_, text) in TRAINING_SIDE_FILE_RECORDS.items()}
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -282,7 +280,7 @@ def training_context(model_dir: Path, config: dict[str, Any]) -> dict[str, Any] 
         link = f"[`{name}`](https://huggingface.co/datasets/{name})" if hub else f"`{name}`"
         datasets.append((link, ", ".join(details), hub))
     hyperparameters = info.get("hyperparameters") or {}
-    side_files = [(f"training/{name}", text) for name, text in TRAINING_SIDE_FILES.items()
+    side_files = [(f"training/{name}", text) for name, (_, text) in TRAINING_SIDE_FILES.items()
                   if (model_dir / "training" / name).exists()]
     return {
         "rows": _rows(info, TRAINING_FIELDS),
@@ -332,7 +330,7 @@ def _dump_rows(model_dir: Path, config: dict[str, Any]) -> list[tuple[str, str]]
     dump_rows.append(("placement", f"`{prefix_template(model_dir)}`"))
     if init_text(config.get("dump_init")):
         dump_rows.append(("initialisation", init_text(config.get("dump_init"))))
-    pooling_row = POOLING_TEXT[config.get("pooling", "cls")]
+    pooling_row = POOLING_DESCRIPTIONS[config.get("pooling", "cls")]
     if config.get("pooling_reason"):
         pooling_row += f" ({config['pooling_reason']})"
     if config.get("include_prompt") is False:
@@ -415,7 +413,7 @@ def card_context(
         "backbone_shape": backbone_shape(text_config),
         "num_dump_tokens": k,
         "dump_rows": _dump_rows(model_dir, config),
-        "pooling_text": POOLING_TEXT[config.get("pooling", "cls")],
+        "pooling_text": POOLING_DESCRIPTIONS[config.get("pooling", "cls")],
         "stock_blocker": blocker,
         "projected": projection is not None,
         "projection": projection,

@@ -52,7 +52,6 @@ class Options:
                     "'ratio', 'size']."),
 ])
 def test_each_complaint_is_one_sentence_naming_the_field(kwargs: dict, sentence: str) -> None:
-    """Break tried: the interval words with the brackets swapped ("(0, 1]") — the ratio rows failed."""
     with pytest.raises(OptionError) as info:
         Options(**{"name": "x", **kwargs})
     assert str(info.value) == sentence

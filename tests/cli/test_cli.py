@@ -29,7 +29,7 @@ SUBCOMMANDS = sorted(_subparsers())
 
 def test_the_readme_lists_every_subcommand_and_no_other():
     """The README's command-line block names exactly the parser's subcommands (so the help test below covers every
-    one the README promises). Break tried: a subcommand dropped from `cli.py`'s parser — this test failed."""
+    one the README promises)."""
     text = README.read_text()
     block = text[text.index("## Command line"):text.index("## Python")]
     listed = set(re.findall(r"^hf-dumpembed ([a-z-]+)", block, flags=re.MULTILINE))
@@ -40,8 +40,7 @@ def test_the_readme_lists_every_subcommand_and_no_other():
 @pytest.mark.parametrize("command", [[], *[[c] for c in SUBCOMMANDS]])
 def test_help_explains_every_subcommand_and_documents_each_option(command, capsys):
     """`--help` works for the top level and every subcommand, describes the command, and documents every option:
-    each argument has help text and each option string and positional appears in the printed help.
-    Break tried: the `help=` of `fit --dim` removed — the `fit` case failed."""
+    each argument has help text and each option string and positional appears in the printed help."""
     with pytest.raises(SystemExit) as exit_info:
         main([*command, "--help"])
     assert exit_info.value.code == 0

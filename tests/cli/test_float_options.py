@@ -92,7 +92,6 @@ def test_the_walk_finds_every_known_float_option_with_its_range():
 
 @pytest.mark.parametrize(("path", "parser", "action"), FLOAT_OPTIONS, ids=IDS)
 def test_every_float_option_uses_the_shared_validator(path, parser, action):
-    """Break tried: `serve-bench --seconds` back to `type=float` — this test failed for it."""
     assert isinstance(action.type, FiniteFloat), (
         f"{' '.join(path)} {action.option_strings[-1]} parses floats without "
         "hf_dumpembed.commands.arguments.finite_float: use it, with the range the option accepts")
@@ -101,8 +100,7 @@ def test_every_float_option_uses_the_shared_validator(path, parser, action):
 @pytest.mark.parametrize(("path", "parser", "action"), FLOAT_OPTIONS, ids=IDS)
 def test_every_float_option_refuses_nan_and_infinities(path, parser, action, capsys):
     """Each value, given as ``--flag=VALUE`` (``--flag -inf`` would be read as an unknown option), exits 2 with
-    one error line naming the flag, the range and the value. Break tried: `finite_float` without its isfinite
-    check — the options with no upper bound (verify --tolerance, serve-bench --seconds) failed."""
+    one error line naming the flag, the range and the value."""
     argv = minimal_argv(path, parser)
     top = build_parser()
     top.parse_args(argv)  # the minimal command line alone parses: a failure below is the flag's

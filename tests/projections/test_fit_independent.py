@@ -56,8 +56,7 @@ def reference_knee_and_gamma(model_dir: Path, k: int) -> tuple[int, float]:
     noise floor σ² = mean(λ[int(0.9d):]), SNR_i = max(0, (λ_i − σ²) / σ²) for i < int(0.9d), knee by
     `kneed.KneeLocator(convex, decreasing, S=0.5)`, γ(k) = min(1, SNR(k) / SNR(knee)).
 
-    Replaces a `0 <= γ <= 1` check. Break tried: the noise floor over the last 20% (`TAIL_FRACTION = 0.2`) — γ(16)
-    then differed and the test failed."""
+    Replaces a `0 <= γ <= 1` check."""
     from kneed import KneeLocator
 
     _, values, _ = numpy_spectrum(unit_pooled_one_by_one(model_dir, corpus_texts()))

@@ -43,8 +43,7 @@ def test_auto_follows_its_scores() -> None:
 
 def test_auto_shrinks_the_score_gamma_towards_the_rule_only_where_the_rule_is_below_one() -> None:
     """γ at a grid k is (1 − w) γ_score + w γ_ref where γ_ref(k) < 1 and the score's γ where the rule saturates at 1;
-    the route and the label stay the score's. Break tried: shrinking at saturated k too (fails the k = 4 check)
-    and swapping w and 1 − w (fails the k = 8 check)."""
+    the route and the label stay the score's."""
     spectrum, queries, docs = pseudo_query_pairs()
     d = spectrum.dim
     rule = np.full(d, 0.8)
@@ -82,9 +81,7 @@ def test_fidelity_is_one_for_the_full_dimensional_map_and_lower_after_truncation
 
 def test_one_pass_scores_equal_the_per_candidate_metrics() -> None:
     """The fused scorer (one 2m × m product per candidate) gives the numbers of `paired_ndcg_at_10` and
-    `fidelity_ndcg_at_10` run on each candidate's projected vectors. Break tried: ranking the positive with `>`
-    instead of `>=` (ties no longer count against it) and dropping the diagonal exclusion of the fidelity scores;
-    both changed the arrays."""
+    `fidelity_ndcg_at_10` run on each candidate's projected vectors."""
     from hf_dumpembed.projections.maths.auto_selection import (
         UNCENTRED,
         candidate_labels,

@@ -61,8 +61,7 @@ def test_incomplete_folders_are_refused_before_any_request(publishable, hub, tmp
 
 def test_a_hard_link_shared_with_a_file_outside_is_refused(publishable, hub, tmp_path):  # noqa: F811
     """A weight file hard-linked to a file outside the folder could be rewritten through the other name between
-    the checks and the upload: refused (staging itself only hard-links into its own temporary folder).
-    Break tried: `scan_folder` ignoring `st_nlink` — the push then went ahead."""
+    the checks and the upload: refused (staging itself only hard-links into its own temporary folder)."""
     folder = copy_model(publishable, tmp_path / "linked")
     outside = tmp_path / "elsewhere.safetensors"
     os.link(folder / "model.safetensors", outside)
@@ -70,8 +69,7 @@ def test_a_hard_link_shared_with_a_file_outside_is_refused(publishable, hub, tmp
 
 
 def test_remote_code_in_a_stock_export_is_refused(publishable, hub, tmp_path):  # noqa: F811
-    """A stock export must load with trust_remote_code=False: a .py file or an auto_map in it is refused.
-    Break tried: the `elif code_files or config.get("auto_map")` branch of `static_checks` removed."""
+    """A stock export must load with trust_remote_code=False: a .py file or an auto_map in it is refused."""
     stock = export_stock_st(publishable, tmp_path / "stock")
     with_code = copy_model(stock, tmp_path / "with-code")
     (with_code / "modeling_dumpembed.py").write_bytes((publishable / "modeling_dumpembed.py").read_bytes())
@@ -86,8 +84,7 @@ def test_remote_code_in_a_stock_export_is_refused(publishable, hub, tmp_path):  
 
 def test_remote_code_that_imports_hf_dumpembed_is_refused(publishable, hub, tmp_path):
     """Users do not have hf_dumpembed: remote code that imports it fails in the fresh process (where the package is
-    blocked), and the push stops. Break tried: the import blocker removed from the load script — the leaked import
-    then loaded from this checkout and the push went ahead."""
+    blocked), and the push stops."""
     folder = copy_model(publishable, tmp_path / "leaky")
     code = folder / "modeling_dumpembed.py"
     code.write_text("import hf_dumpembed  # leaked: only on the developer's machine\n" + code.read_text())
@@ -98,8 +95,7 @@ def test_remote_code_that_imports_hf_dumpembed_is_refused(publishable, hub, tmp_
 
 
 def test_a_leak_that_slips_past_the_import_blocker_is_still_refused():
-    """If hf_dumpembed ends up in sys.modules anyway (e.g. loaded by file path), the report fails.
-    Break tried: the `if out["leaked"]` check of `compare_load_paths` removed — the report stayed ok."""
+    """If hf_dumpembed ends up in sys.modules anyway (e.g. loaded by file path), the report fails."""
     vectors = np.eye(2, 4).tolist()
     out = {"leaked": True, "st_document": vectors, "st_query": vectors, "st_one_by_one": vectors,
            "automodel": vectors, "tokens": ["[CLS]", "[DUMP1]"], "automodel_class": "DumpEmbedModel"}
@@ -114,8 +110,7 @@ def test_a_leak_that_slips_past_the_import_blocker_is_still_refused():
 def test_load_paths_that_disagree_are_refused(publishable, hub, tmp_path):  # noqa: F811
     """A sentence-transformers config that truncates to 8 tokens makes SentenceTransformer's vectors differ from
     AutoModel's (which reads the whole text), and a query prompt makes encode_query differ from encode_document:
-    both are refused in one fresh-process check. Break tried: `compare_load_paths` comparing each |Δ| with 1e9
-    instead of the tolerance — the push then went ahead."""
+    both are refused in one fresh-process check."""
     folder = copy_model(publishable, tmp_path / "disagree")
     bert_config = folder / "sentence_bert_config.json"
     bert_config.write_text(json.dumps(json.loads(bert_config.read_text()) | {"max_seq_length": 8}))

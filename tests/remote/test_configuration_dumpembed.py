@@ -20,7 +20,6 @@ def test_every_pooling_list_derives_from_the_remote_config() -> None:
 
     from hf_dumpembed.export.stock_compat import LEGACY_POOLING_FLAGS
     from hf_dumpembed.model.builder import Pooling
-    from hf_dumpembed.model.card import POOLING_TEXT
     from hf_dumpembed.model.exportable import ST_POOLING
     from hf_dumpembed.model.source_stack import FROM_ST_POOLING
     from hf_dumpembed.remote.configuration_dumpembed import POOLING_DESCRIPTIONS, POOLING_MODES, ST_POOLING_MODES
@@ -29,7 +28,7 @@ def test_every_pooling_list_derives_from_the_remote_config() -> None:
     assert _build_pooling_choices() == ("auto", *POOLING_MODES)
     assert typing.get_args(PoolingChoice) == ("auto", *POOLING_MODES)
     assert tuple(mode.value for mode in Pooling) == POOLING_MODES
-    assert set(POOLING_DESCRIPTIONS) == set(POOLING_MODES) and POOLING_TEXT is POOLING_DESCRIPTIONS
+    assert set(POOLING_DESCRIPTIONS) == set(POOLING_MODES)
     stock = {st for st in ST_POOLING_MODES.values() if st is not None}
     assert set(ST_POOLING.values()) == stock and set(FROM_ST_POOLING) == stock
     # Every mode stock Pooling computes has a legacy (sentence-transformers 3.x) flag, so every such export ports.

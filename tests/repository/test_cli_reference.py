@@ -33,7 +33,6 @@ reference = _load_renderer()
 
 
 def test_docs_cli_md_is_the_render_of_the_parser() -> None:
-    """Break tried: a word of one option's help changed in docs/cli.md — this test failed with the diff."""
     expected = reference.render(build_parser())
     actual = reference.PAGE.read_text(encoding="utf-8") if reference.PAGE.is_file() else ""
     assert actual == expected, (

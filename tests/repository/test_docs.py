@@ -85,7 +85,6 @@ def test_architecture_lists_the_layers_bottom_to_top_with_each_module_under_its_
 
 
 def test_the_architecture_check_reports_missing_and_extra_modules():
-    """Break tried on a copy of the page: one module entry dropped and one invented."""
     text = ARCHITECTURE.read_text(encoding="utf-8")
     dropped = "- `hf_dumpembed/_utils/hashing.py`:"
     assert dropped in text

@@ -54,7 +54,6 @@ def parser_choices() -> dict[str, list[tuple[str, ...]]]:
 
 
 def test_every_choice_list_a_doc_shows_is_the_parsers() -> None:
-    """Break tried: `--pooling auto|cls|...` without `max` in docs/models.md — this test failed naming it."""
     choices = parser_choices()
     wrong, seen = [], 0
     for page in PAGES:
@@ -129,7 +128,7 @@ def test_the_training_precisions_and_quantized_precisions_are_their_definitions(
 
 def test_the_prompt_templates_the_docs_quote_are_the_codes() -> None:
     """docs/projections.md quotes each template whole; docs/serving.md quotes PromptEOL's fixed opening (the text
-    before ``{text}``, which the prefix cache computes once). Break tried: serving.md's old `This sentence : "`."""
+    before ``{text}``, which the prefix cache computes once)."""
     from hf_dumpembed.model.prompting import PROMPT_TEMPLATES, PromptMode
 
     projections = flat(read(DOCS / "projections.md"))

@@ -35,8 +35,7 @@ def table_references() -> list[tuple[str, str]]:
 
 def test_every_test_the_claim_table_names_exists():
     """Each `tests/file.py::function` in tests/README.md is a test function defined at the top level of that file
-    (read with `ast`, as pytest collects it), and every claim row names at least one. Break tried: a row naming
-    `test_fit.py::test_no_such_thing` — this test failed naming it."""
+    (read with `ast`, as pytest collects it), and every claim row names at least one."""
     text = TABLE.read_text()
     rows = [line for line in text.splitlines()  # claim rows: not the header, the rule or a **section** row
             if line.startswith("| ") and not line.startswith(("| claim", "| **"))]
@@ -69,8 +68,7 @@ def claim_rows() -> list[list[str]]:
 
 def test_every_claim_names_the_pages_that_make_it():
     """The "where (page)" column names, for each claim, README.md, RELIABILITY.md or a page of docs/ that exists, so
-    a reader finds the claim's text. Break tried: a row naming a page of docs/ that does not exist — this test failed
-    naming it."""
+    a reader finds the claim's text."""
     header = next(line for line in TABLE.read_text().splitlines() if line.startswith("| claim"))
     assert header == "| claim | where (page) | test |"
     bad = []
@@ -96,8 +94,7 @@ def spectemp16(llama_dump_model: Path, tmp_path_factory: pytest.TempPathFactory)
 def test_saving_a_model_loaded_at_another_k_writes_a_folder_of_that_k(spectemp16: Path, tmp_path: Path):
     """docs/serving.md: "saving such a model writes a k=64 folder" (here k = 8 of a k = 16 fit): the saved folder
     loads at
-    k = 8 with the same matrix and vectors and records dim 8. Break tried: `apply_projection_dim` not updating
-    `projection_info["dim"]` — the saved folder then failed to load (checkpoint k = 8, recorded k = 16)."""
+    k = 8 with the same matrix and vectors and records dim 8."""
     chosen = AutoModel.from_pretrained(spectemp16, trust_remote_code=True, projection_dim=8)
     saved = tmp_path / "k8"
     chosen.save_pretrained(saved)
@@ -117,7 +114,7 @@ def test_saving_a_model_loaded_at_another_k_writes_a_folder_of_that_k(spectemp16
 def test_onnx_export_refuses_a_model_that_composes_a_prompt(llama_dump_model: Path, tmp_path: Path):
     """docs/serving.md: "Models that compose a prompt inside the model (`--prompt`) cannot be exported" — refused with
     the
-    reason, nothing written. Break tried: the `prompt_mode` check of `export_onnx` removed — the export then ran."""
+    reason, nothing written."""
     pytest.importorskip("onnx")
     from hf_dumpembed.export.onnx import export_onnx
 
@@ -131,8 +128,7 @@ def test_onnx_export_refuses_a_model_that_composes_a_prompt(llama_dump_model: Pa
 
 def test_one_readable_log_line_per_logging_step(caplog, monkeypatch):
     """docs/training.md: "A readable log line per logging step gives loss, lr, seconds per step and examples per second"
-    (rank 0 only). Break tried: the examples/s computed from the per-device instead of the global batch (the
-    callback given `global_batch / 2`) — the line then read 32.0 and this test failed."""
+    (rank 0 only)."""
     from hf_dumpembed.training import trainer
 
     clock = iter([100.0, 102.0, 104.0])
@@ -152,8 +148,7 @@ def test_one_readable_log_line_per_logging_step(caplog, monkeypatch):
 def test_results_are_filed_under_local_name_and_a_content_hash_or_the_snapshot(bert_dump_model: Path, tmp_path):
     """docs/evaluation.md (eval): by default a Hub-cache snapshot gives its own id and commit, any other folder
     `local/<folder>`
-    and a sha1 of `config.json` + weights, so results of different weights never mix. Break tried: hashing only
-    config.json — the changed-weights case then kept its revision."""
+    and a sha1 of `config.json` + weights, so results of different weights never mix."""
     try:  # the folder's identity lives next to its ModelMeta (older layout: in the submission module)
         from hf_dumpembed.evaluation.model_meta import content_revision, model_identity
     except ImportError:
@@ -195,8 +190,7 @@ def test_the_model_runs_on_cuda_with_the_cpu_vectors(bert_dump_model: Path):
 
 def test_the_claim_table_is_keyed_by_module():
     """Every row sits under the module its first test tests (tests/<layer>/test_<module>[_aspect].py), and every
-    heading names a module or test folder that exists. Break tried: a builder claim moved under the card's heading —
-    this test failed naming it."""
+    heading names a module or test folder that exists."""
     heading, wrong = None, []
     for line in TABLE.read_text().splitlines():
         if match := re.match(r"^\| \*\*`([\w/.]+)`\*\*", line):
