@@ -82,19 +82,9 @@ def backtracking_group(pattern: str) -> str | None:
     """The first group of ``pattern`` repeated without bound (``*``, ``+``, ``{n,}``) whose body holds an unbounded
     repeat or an alternation (None when there is none). Escapes and character classes are skipped as units."""
     stack: list[tuple[int, bool]] = []  # (start, body can match in several ways)
-    i = 0
-    while i < len(pattern):
-        char = pattern[i]
-        if char == "\\":
-            i += 2
-            continue
-        if char == "[":
-            i = _class_end(pattern, i)
-            continue
+    for i, char in _metacharacters(pattern):
         if char == "(":
             stack.append((i, False))
-        elif char == "|" and stack:
-            stack[-1] = (stack[-1][0], True)
         elif char == ")" and stack:
             start, ambiguous = stack.pop()
             unbounded, after = _unbounded_repeat(pattern, i + 1)
@@ -102,34 +92,29 @@ def backtracking_group(pattern: str) -> str | None:
                 return pattern[start:after]
             if (ambiguous or unbounded) and stack:  # the enclosing group's body can now match in several ways
                 stack[-1] = (stack[-1][0], True)
-        elif char in "*+" and stack:
+        elif stack and (char in "|*+" or (char == "{" and _unbounded_repeat(pattern, i)[0])):
             stack[-1] = (stack[-1][0], True)
-        elif char == "{" and stack and _unbounded_repeat(pattern, i)[0]:
-            stack[-1] = (stack[-1][0], True)
-        i += 1
     return None
 
 
-def _class_end(pattern: str, start: int) -> int:
-    """The index after the character class opening at ``start`` (nested classes and escapes included)."""
-    depth, i = 0, start
+def _metacharacters(pattern: str) -> Iterator[tuple[int, str]]:
+    """(index, character) of every character of ``pattern`` outside escapes and (nested) character classes."""
+    depth, i = 0, 0
     while i < len(pattern):
         char = pattern[i]
         if char == "\\":
             i += 2
             continue
         if char == "[":
-            depth += 1
-            if pattern[i + 1:i + 2] == "^":
-                i += 1
-            if pattern[i + 1:i + 2] == "]":  # a leading ] is a literal
-                i += 1
-        elif char == "]":
+            depth, i = depth + 1, i + 1
+            i += pattern[i:i + 1] == "^"
+            i += pattern[i:i + 1] == "]"  # a leading ] is a literal
+            continue
+        if char == "]" and depth:
             depth -= 1
-            if depth == 0:
-                return i + 1
+        elif not depth:
+            yield i, char
         i += 1
-    return i
 
 
 def _unbounded_repeat(pattern: str, at: int) -> tuple[bool, int]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from hf_dumpembed.model.folder_schema import (
     folder_deviations,
     folder_shape,
 )
-from tests.support.card_fixtures import copy_model
+from tests.support.card_fixtures import copy_model, hub_cache_snapshot
 
 
 def _json(folder: Path, name: str, edit: Callable[[dict], object]) -> None:
@@ -172,15 +171,7 @@ def test_every_deviation_is_named_at_once(publishable: Path, tmp_path: Path) -> 
 
 def test_a_hub_cache_snapshot_of_links_to_files_passes(publishable: Path, tmp_path: Path) -> None:
     """A Hub cache snapshot is a folder of links to blobs: links to regular files count as those files."""
-    blobs, snapshot = tmp_path / "blobs", tmp_path / "snapshot"
-    for path in sorted(publishable.rglob("*")):
-        if path.is_file():
-            rel = path.relative_to(publishable)
-            blob = blobs / rel.as_posix().replace("/", "__")
-            blob.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(path, blob)
-            (snapshot / rel).parent.mkdir(parents=True, exist_ok=True)
-            os.symlink(blob, snapshot / rel)
+    snapshot = hub_cache_snapshot(publishable, tmp_path / "snapshot", tmp_path / "blobs")
     assert folder_deviations(snapshot) == []
 
 

@@ -10,7 +10,6 @@ miner refused it and told the user to pass ``--trust-remote-code``.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from hf_dumpembed.cli import main
 from hf_dumpembed.data.assets import default_encoder_path
 from hf_dumpembed.data.beir import write_beir
 from hf_dumpembed.model.folder_schema import folder_code_may_run, folder_deviations
+from tests.support.card_fixtures import hub_cache_snapshot
 
 
 @pytest.fixture(scope="module")
@@ -61,26 +61,23 @@ def test_eval_takes_a_plain_sentence_transformers_folder_without_a_flag(minilm: 
 
 def test_eval_takes_a_hub_cache_snapshot_of_links(minilm: Path, beir: Path, tmp_path: Path) -> None:
     """A Hub-cache snapshot (files are links to blobs) is filed under its Hub id and commit."""
-    snapshot = tmp_path / "hub" / "models--acme--minilm" / "snapshots" / "0123abc"
-    blobs = tmp_path / "hub" / "models--acme--minilm" / "blobs"
-    for path in sorted(minilm.rglob("*")):
-        if path.is_file():
-            rel = path.relative_to(minilm)
-            blob = blobs / rel.as_posix().replace("/", "__")
-            blob.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(path, blob)
-            (snapshot / rel).parent.mkdir(parents=True, exist_ok=True)
-            os.symlink(blob, snapshot / rel)
-    _eval(snapshot, beir, tmp_path / "results")
+    repo = tmp_path / "hub" / "models--acme--minilm"
+    _eval(hub_cache_snapshot(minilm, repo / "snapshots" / "0123abc", repo / "blobs"), beir, tmp_path / "results")
     assert (tmp_path / "results" / "results" / "acme__minilm" / "0123abc").is_dir()
+
+
+def _with_code(minilm: Path, folder: Path, marker: Path, definition: str) -> Path:
+    """A copy of ``minilm`` with an ``evil.py`` that leaves ``marker`` behind when it is imported."""
+    _copy(minilm, folder)
+    (folder / "evil.py").write_text(f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n{definition}")
+    return folder
 
 
 def test_a_plain_folder_naming_code_of_its_own_is_refused_by_sentence_transformers(minilm: Path, beir: Path,
                                                                                     tmp_path: Path) -> None:
-    folder = _copy(minilm, tmp_path / "with-code")
     marker = tmp_path / "the-folder-code-ran"
-    (folder / "evil.py").write_text(f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n"
-                                    "import torch\nclass Evil(torch.nn.Module):\n    pass\n")
+    folder = _with_code(minilm, tmp_path / "with-code", marker,
+                        "import torch\nclass Evil(torch.nn.Module):\n    pass\n")
     modules = json.loads((folder / "modules.json").read_text())
     modules[1]["type"] = "evil.Evil"
     (folder / "modules.json").write_text(json.dumps(modules))
@@ -93,10 +90,8 @@ def test_a_plain_folder_naming_code_of_its_own_is_refused_by_sentence_transforme
 def test_a_plain_folder_whose_config_maps_code_loads_the_stock_class(minilm: Path, beir: Path,
                                                                     tmp_path: Path) -> None:
     """config.json's auto_map beside a model type transformers defines: the stock class loads, the file never runs."""
-    folder = _copy(minilm, tmp_path / "with-auto-map")
     marker = tmp_path / "the-folder-code-ran"
-    (folder / "evil.py").write_text(f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n"
-                                    "from transformers import BertModel as EvilModel\n")
+    folder = _with_code(minilm, tmp_path / "with-auto-map", marker, "from transformers import BertModel as EvilModel\n")
     config = json.loads((folder / "config.json").read_text())
     (folder / "config.json").write_text(json.dumps({**config, "auto_map": {"AutoModel": "evil.EvilModel"}}))
     _eval(folder, beir, tmp_path / "results")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import struct
 import zlib
@@ -48,6 +49,19 @@ def png_bytes(width: int = 4, height: int = 3) -> bytes:
 def copy_model(source: Path, target: Path) -> Path:
     shutil.copytree(source, target)
     return target
+
+
+def hub_cache_snapshot(source: Path, snapshot: Path, blobs: Path) -> Path:
+    """``source`` laid out as a Hub cache snapshot: every file a link to a blob of its own."""
+    for path in sorted(source.rglob("*")):
+        if path.is_file():
+            rel = path.relative_to(source)
+            blob = blobs / rel.as_posix().replace("/", "__")
+            blob.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, blob)
+            (snapshot / rel).parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(blob, snapshot / rel)
+    return snapshot
 
 
 def set_config(model_dir: Path, **fields: object) -> None:
