@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import statistics
 import sys
 import time
@@ -36,6 +37,7 @@ import torch
 from benchmarks import Table, finish_run, relative_change, render_table
 
 from hf_dumpembed.data.corpora import EVAL_COLLECTIONS, TRAIN_COLLECTION
+from hf_dumpembed.export.serve_bench import cpu_flags
 
 logger = logging.getLogger("bench_dump_recipe")
 TASKS = EVAL_COLLECTIONS
@@ -201,8 +203,14 @@ def table(metrics: dict[str, dict[str, float]], variants: list[str], seeds: list
                  rows=rows, formats={**{t: 4 for t in TASKS}, "mean": 4, change: "+.2%"})
 
 
+# The decoder controls, named for what each one is (the row a reader compares with K = 0).
+CONTROL_LABELS = {"D1-bos": "SmolLM2 K=0 + BOS", "D4-last-frozen": "SmolLM2 K=4 frozen", "D1-last": "SmolLM2 K=1 last"}
+
+
 def variant_label(variant: str) -> str:
     """A variant's row label: backbone, K, pooling, init, [DUMP] learning rate, positions."""
+    if variant in CONTROL_LABELS:
+        return CONTROL_LABELS[variant]
     k, pooling, init, dump_lr = VARIANTS[variant]
     label = ("SmolLM2 " if variant.startswith("D") else "") + f"K={k} {pooling}"
     label += (f", init {init.replace('=', ' ')}" if k else "")
@@ -278,11 +286,14 @@ def main() -> None:
             ranking_file = out / "rankings" / f"{name}.json"
             rankings = json.loads(ranking_file.read_text()) if ranking_file.exists() else None
             if not args.table_only and name not in metrics and rankings is None:
+                load_before = os.getloadavg()
                 folder = train_one(args, variant, seed, out)
                 info = json.loads((folder / "config.json").read_text())["training_info"]
                 wall = float((folder / "training" / "bench_wall_s.txt").read_text())
                 runs = merge_entry(runs_file, name, {"steps": info["steps"], "train_wall_s": wall,
-                                                     "device": args.device})
+                                                     "device": args.device, "precision": args.precision,
+                                                     "cpu_flags": cpu_flags(), "load_average": load_before[0],
+                                                     "load_average_after": os.getloadavg()[0]})
                 rankings = rank(folder, Path(args.data_dir), args.eval_batch, args.device, args.max_queries,
                                 args.max_documents)
                 ranking_file.write_text(json.dumps(rankings))
