@@ -16,7 +16,7 @@ from .._utils.hashing import sha256_file
 from ..model.card import check_repo_id
 from .checks import FolderReport, PublishRefused, check_folder
 from .staging import stage_for_repo
-from .staging_safety import scan_folder
+from .staging_safety import plot_problems, scan_folder
 
 logger = logging.getLogger(__name__)
 
@@ -135,8 +135,10 @@ def checked_copy(folder: Path, copy: Path, staging: Path, repo_id: str, *, sourc
     card rendered for ``repo_id``, run every check on the copy and stage its files into ``staging``. Returns the
     passing report and the staged files; PublishRefused when a check fails."""
     source_scan = scan_folder(folder)  # links out, special files: refused here, never silently dropped
-    if source_scan.problems:
-        raise PublishRefused(FolderReport(folder=folder, problems=list(source_scan.problems)))
+    # The copy holds each plot stripped to its image chunks: what its other chunks hide is found here.
+    problems = source_scan.problems + plot_problems(folder, source_scan.files)
+    if problems:
+        raise PublishRefused(FolderReport(folder=folder, problems=problems))
     copy.mkdir()
     card = stage_for_repo(folder, copy, repo_id, source=source, results_dir=results_dir, results_model=results_model)
     report, files = check_folder(copy, source=source, staging=staging, repo_id=repo_id, link_weights=link_weights,

@@ -19,18 +19,34 @@ and the memory bounded. The formats and, where detect-secrets exposes them, its 
 * basic-auth URLs (``BasicAuthDetector``'s form, with user and password of printable ASCII and a scheme before
   ``://``: its class of any byte that is not a delimiter would match random bytes of a multi-gigabyte file).
 
+Each format is also found written as UTF-16 (LE or BE: a NUL byte after or before each ASCII character). A
+string search for `MIN_UTF16_CHARS` NULs in a row in the even and in the odd bytes of each window (two strided
+copies) rules out most windows of weights; where there are some, numpy finds the runs of characters that are not
+NUL and have their NUL (after them for LE, before them for BE), and the rules run on those runs only, every other
+byte set to NUL (no token holds one). A finding is reported at the byte of its first character (a match inside a
+longer text reads as both). On random float weights this adds about a fifth to the time of the scan; on data full
+of NULs (sparse or zero tensors) at most about as much again as the ASCII scan, the rules running only on text.
+
+Inside a PNG the hidden payloads are decoded and scanned too: the text of its zTXt/iTXt chunks inflated, zlib or
+gzip streams in any other ancillary chunk and in data after its IEND chunk, and base64 in all of these and in its
+tEXt/iTXt text (`png_payloads`). A plot is staged with its image chunks only (``staging_safety.stripped_png``), so
+this is what tells the author a credential was there, not what keeps it from being published.
+
 A finding holds the kind and the byte offset, never the secret. `redact` masks what looks like a secret in a
 text (a file name in a report): ``plots/hf_…(masked).png``.
 """
 
 from __future__ import annotations
 
+import binascii
+import io
 import re
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import BinaryIO
+from itertools import chain
+from typing import BinaryIO, NamedTuple
 
 CHUNK_BYTES = 8 * 2**20
 # Longer than any match of a bounded rule (the longest, a JWT header, is 8 KiB): a match that crosses a chunk
@@ -40,7 +56,18 @@ OVERLAP_BYTES = 64 * 2**10
 MAX_FINDINGS = 11  # a report lists 10 and says when there are more
 MASK = "…(masked)"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-MAX_PNG_TEXT_BYTES = 16 * 2**20  # a compressed PNG text chunk is inflated up to this (no zip bomb)
+MAX_PNG_TEXT_BYTES = 16 * 2**20  # a compressed PNG payload is inflated (and searched) up to this (no zip bomb)
+MAX_INFLATE_TRIES = 256  # zlib/gzip headers tried per PNG payload (a plot is staged without them anyway)
+# The chunks a PNG is staged with (tRNS: the alpha of palette, grey and RGB images, when its size fits).
+PNG_IMAGE_CHUNKS = (b"IHDR", b"PLTE", b"tRNS", b"IDAT", b"IEND")
+PNG_TEXT_CHUNKS = (b"tEXt", b"zTXt", b"iTXt")
+# The shortest match of any rule is 7 characters (``://b:c@``): as UTF-16, 7 characters in a row each with its NUL.
+MIN_UTF16_CHARS = 7
+UTF16_GAP = 64 * 2**10  # runs of NULs nearer than this (in one half) are searched as one span
+_BASE64_RUN = re.compile(rb"[A-Za-z0-9+/_-]{12,}={0,2}")
+_URLSAFE_TO_STANDARD = bytes.maketrans(b"-_", b"+/")
+# Where a zlib (CM 8) or gzip stream may start: checked further by `_compressed_start`.
+_COMPRESSED_HEAD = re.compile(rb"(?=[\x08\x18\x28\x38\x48\x58\x68\x78]|\x1f\x8b)")
 _BASE64URL = rb"[A-Za-z0-9_=-]"
 _BASE64URL_RUN = re.compile(_BASE64URL + rb"{4,}")
 MAX_JWT_HEADER = 8192
@@ -159,11 +186,52 @@ def _window_findings(buffer: bytes | bytearray, end: int, base: int) -> Iterator
                 yield rule, base + start, base + match.end()
 
 
+def _utf16_findings(buffer: bytes | bytearray, end: int, base: int) -> Iterator[tuple[ByteRule, int]]:
+    """(rule, absolute offset of its first character) of each token written as UTF-16 in ``buffer[:end]`` (first
+    byte at ``base``): where the odd (even) bytes hold a run of NULs, the rules run on the runs of at least
+    `MIN_UTF16_CHARS` even (odd) bytes that are not NUL and have a NUL right after them (LE) or before them (BE),
+    every other byte set to NUL (no token holds one). A match inside a longer text reads as both."""
+    import numpy as np
+
+    data = np.frombuffer(buffer, dtype=np.uint8, count=end)
+    for parity in (0, 1):
+        if b"\x00" * MIN_UTF16_CHARS not in buffer[1 - parity:end:2]:
+            continue  # no text there (the usual case for weights: a string search, no array work)
+        chars, nuls = data[parity::2], data[1 - parity::2]
+        for shift in (parity, parity - 1):  # chars[i]'s NUL is nuls[i + shift]: LE, then BE
+            first = max(-shift, 0)
+            last = min(len(chars), len(nuls) - shift)
+            text = (chars[first:last] != 0) & (nuls[first + shift:last + shift] == 0)
+            for low, high in _true_spans(text):
+                region = np.where(text[low:high], chars[first + low:first + high], 0).tobytes()
+                for rule, start, _ in _window_findings(region, len(region), 0):
+                    yield rule, base + 2 * (first + low + start) + parity
+
+
+def _true_spans(flags) -> list[tuple[int, int]]:
+    """[low, high) spans covering the runs of at least `MIN_UTF16_CHARS` True values of the boolean array
+    ``flags``; runs less than `UTF16_GAP` apart share a span (a span costs one pass of the rules)."""
+    import numpy as np
+
+    if len(flags) < MIN_UTF16_CHARS:
+        return []
+    bounds = np.concatenate(([0], np.flatnonzero(flags[1:] != flags[:-1]) + 1, [len(flags)]))
+    starts, ends = bounds[:-1], bounds[1:]  # the runs of equal values
+    keep = flags[starts] & (ends - starts >= MIN_UTF16_CHARS)
+    starts, ends = starts[keep], ends[keep]
+    if not len(starts):
+        return []
+    breaks = np.flatnonzero(starts[1:] - ends[:-1] >= UTF16_GAP)
+    lows = np.concatenate((starts[:1], starts[breaks + 1]))
+    highs = np.concatenate((ends[breaks], ends[-1:]))
+    return list(zip(lows.tolist(), highs.tolist(), strict=True))
+
+
 def scan_stream(handle: BinaryIO, size: int | None = None, chunk_bytes: int | None = None,
                 overlap: int | None = None, limit: int = MAX_FINDINGS) -> list[ByteFinding]:
-    """Every credential in the bytes ``handle`` reads (up to ``limit``, by offset), read ``chunk_bytes`` (default
-    `CHUNK_BYTES`, or ``size`` when the stream is known to be smaller) at a time, with the last ``overlap`` bytes of
-    each window searched again with the next chunk."""
+    """Every credential in the bytes ``handle`` reads, as ASCII or as UTF-16 (up to ``limit``, by offset), read
+    ``chunk_bytes`` (default `CHUNK_BYTES`, or ``size`` when the stream is known to be smaller) at a time, with the
+    last ``overlap`` bytes of each window searched again with the next chunk."""
     chunk_bytes = chunk_bytes or min(CHUNK_BYTES, max(size or CHUNK_BYTES, 1))
     overlap = OVERLAP_BYTES if overlap is None else overlap
     buffer = bytearray(overlap + chunk_bytes)
@@ -175,8 +243,10 @@ def scan_stream(handle: BinaryIO, size: int | None = None, chunk_bytes: int | No
             if not read:
                 break
             end = kept + read
-            for rule, start, _ in _window_findings(buffer, end, base):
-                found.setdefault((rule.kind, start), ByteFinding(rule.kind, start))
+            ascii_text = ((rule, start, "") for rule, start, _ in _window_findings(buffer, end, base))
+            utf16 = ((rule, start, " as UTF-16 text") for rule, start in _utf16_findings(buffer, end, base))
+            for rule, start, where in chain(ascii_text, utf16):
+                found.setdefault((rule.kind, start), ByteFinding(rule.kind, start, where))
                 if len(found) >= limit:
                     break
             kept = min(overlap, end)
@@ -186,31 +256,143 @@ def scan_stream(handle: BinaryIO, size: int | None = None, chunk_bytes: int | No
 
 
 def scan_bytes(data: bytes) -> list[ByteFinding]:
-    """Every credential in ``data`` (in chunks, as a file), plus those in the inflated text chunks of a PNG."""
-    import io
-
-    found = scan_stream(io.BytesIO(data), len(data))
+    """Every credential in ``data`` (in chunks, as a file), plus, in a PNG, those in its decoded payloads
+    (`png_payloads`), each reported at the payload's offset."""
+    found = _scan_data(data)
     if data.startswith(PNG_SIGNATURE):
-        for offset, kind, text in png_compressed_texts(data):
-            found += [ByteFinding(f.kind, offset, f" in the compressed {kind} chunk there") for f in scan_bytes(text)]
+        found += png_payload_findings(data)
     return found[:MAX_FINDINGS]
 
 
-def png_compressed_texts(data: bytes) -> Iterator[tuple[int, str, bytes]]:
-    """(offset, chunk type, inflated text) of each compressed text chunk (zTXt, iTXt) of the PNG ``data``; a chunk
-    that does not inflate is skipped (its raw bytes are scanned as every byte is)."""
+class PngChunk(NamedTuple):
+    """One chunk of a PNG: the offset of its length field, its type, its data and its stored CRC."""
+
+    offset: int
+    kind: bytes
+    body: bytes
+    crc: int
+
+    @property
+    def end(self) -> int:
+        return self.offset + 12 + len(self.body)
+
+    def crc_ok(self) -> bool:
+        return zlib.crc32(self.kind + self.body) & 0xFFFFFFFF == self.crc
+
+
+def png_chunks(data: bytes) -> Iterator[PngChunk]:
+    """The chunks of the PNG ``data`` in order, up to and including IEND; stops at a chunk that runs past the end."""
     position = len(PNG_SIGNATURE)
-    while position + 8 <= len(data):
+    while position + 12 <= len(data):
         length = int.from_bytes(data[position:position + 4], "big")
-        kind = data[position + 4:position + 8]
-        body = data[position + 8:position + 8 + length]
-        if kind in (b"zTXt", b"iTXt"):
-            text = _inflated_text(kind, body)
-            if text:
-                yield position, kind.decode("ascii"), text
-        if kind == b"IEND":
+        if position + 12 + length > len(data):
             return
-        position += 12 + length
+        body_end = position + 8 + length
+        chunk = PngChunk(position, data[position + 4:position + 8], data[position + 8:body_end],
+                         int.from_bytes(data[body_end:body_end + 4], "big"))
+        yield chunk
+        if chunk.kind == b"IEND":
+            return
+        position = chunk.end
+
+
+class PngPayload(NamedTuple):
+    """Bytes a PNG holds besides its image: ``what`` they are (``the tEXt chunk``), where (its offset in the file),
+    and whether they are the file's own bytes (``raw``: the byte scan searched them already)."""
+
+    offset: int
+    what: str
+    data: bytes
+    raw: bool
+
+
+def png_payloads(data: bytes) -> Iterator[PngPayload]:
+    """The text of each text chunk (inflated when compressed), the inflated zlib/gzip streams of every other
+    ancillary chunk, and the data after IEND (raw and its inflated streams) of the PNG ``data``."""
+    end = len(PNG_SIGNATURE)
+    for chunk in png_chunks(data):
+        end = chunk.end
+        kind = chunk.kind.decode("latin-1")
+        if chunk.kind in PNG_TEXT_CHUNKS:
+            text = _inflated_text(chunk.kind, chunk.body) if chunk.kind != b"tEXt" else None
+            if text:
+                yield PngPayload(chunk.offset, f"the compressed {kind} chunk", text, raw=False)
+            else:
+                yield PngPayload(chunk.offset, f"the {kind} chunk", chunk.body, raw=True)
+        elif chunk.kind not in PNG_IMAGE_CHUNKS:
+            yield from _compressed_payloads(chunk.body, chunk.offset + 8, f"the {kind} chunk")
+    if end < len(data):
+        trailing = data[end:]
+        yield PngPayload(end, "the data after the IEND chunk", trailing, raw=True)
+        yield from _compressed_payloads(trailing, end, "the data after the IEND chunk")
+
+
+def _compressed_payloads(blob: bytes, offset: int, what: str) -> Iterator[PngPayload]:
+    """Each zlib or gzip stream in ``blob`` (found by its header, at most `MAX_INFLATE_TRIES` tried in its first
+    `MAX_PNG_TEXT_BYTES`), inflated up to `MAX_PNG_TEXT_BYTES`; ``offset``: where ``blob`` lies in the file."""
+    tries, after = 0, 0
+    with memoryview(blob) as view:
+        for head in _COMPRESSED_HEAD.finditer(blob, 0, MAX_PNG_TEXT_BYTES):
+            start = head.start()
+            if start < after or not _compressed_start(blob[start:start + 3]):
+                continue
+            tries += 1
+            if tries > MAX_INFLATE_TRIES:
+                return
+            inflater = zlib.decompressobj(32 + zlib.MAX_WBITS)  # zlib or gzip, by the header
+            try:
+                text = inflater.decompress(view[start:], MAX_PNG_TEXT_BYTES)
+            except zlib.error:
+                continue
+            if inflater.eof:
+                after = len(blob) - len(inflater.unused_data)
+            if text:
+                yield PngPayload(offset + start, f"a zlib stream in {what}", text, raw=False)
+
+
+def _compressed_start(head: bytes) -> bool:
+    """Whether ``head`` opens a gzip stream or a zlib stream (deflate, window up to 32 KiB, no preset
+    dictionary, header check)."""
+    if head[:3] == b"\x1f\x8b\x08":
+        return True
+    return (len(head) >= 2 and head[0] & 0x0F == 8 and head[0] >> 4 <= 7 and not head[1] & 0x20
+            and int.from_bytes(head[:2], "big") % 31 == 0)
+
+
+def decoded_base64(text: bytes) -> bytes:
+    """The decoded bytes of every base64 (standard or URL-safe) run in ``text``, one a line, whitespace removed
+    first (wrapped lines); each run decoded from each of its first four characters (the encoded secret may start
+    anywhere in it)."""
+    decoded = []
+    for run in _BASE64_RUN.finditer(re.sub(rb"\s+", b"", text)):
+        standard = run.group().translate(_URLSAFE_TO_STANDARD).rstrip(b"=")
+        for shift in range(4):
+            body = standard[shift:]
+            body = body[:-1] if len(body) % 4 == 1 else body  # a lone last character holds no byte
+            try:
+                decoded.append(binascii.a2b_base64(body + b"=" * (-len(body) % 4)))
+            except binascii.Error:
+                continue
+    return b"\n".join(decoded)
+
+
+def png_payload_findings(data: bytes) -> list[ByteFinding]:
+    """The credentials in the payloads of the PNG ``data`` (inflated, and base64 decoded), each at its payload's
+    offset: ``byte 57 in base64 in the tEXt chunk there: Hugging Face Token``."""
+    found: dict[ByteFinding, None] = {}
+    for payload in png_payloads(data):
+        decodings = [("", payload.data)] if not payload.raw else []
+        for how, decoded in [*decodings, ("base64 in ", decoded_base64(payload.data))]:
+            found.update(dict.fromkeys(ByteFinding(f.kind, payload.offset, f" in {how}{payload.what} there")
+                                       for f in _scan_data(decoded)))
+        if len(found) >= MAX_FINDINGS:
+            break
+    return list(found)[:MAX_FINDINGS]
+
+
+def _scan_data(data: bytes) -> list[ByteFinding]:
+    """`scan_stream` of the bytes ``data`` (windows of its size, up to `CHUNK_BYTES`)."""
+    return scan_stream(io.BytesIO(data), len(data)) if data else []
 
 
 def _inflated_text(kind: bytes, body: bytes) -> bytes | None:

@@ -4,20 +4,24 @@ The folder is walked without following links. A symbolic link, a hard link share
 a FIFO, socket or device is refused: an upload must never carry a file from elsewhere on the machine. Every file
 is then checked by content, not by name: ``*.safetensors`` by its header (the 8-byte little-endian length, the
 JSON header, dtypes, shapes and offsets that cover the data exactly), JSON and YAML by parsing, PNG by its
-signature, text files as UTF-8, and nothing may look like a pickle or a zip archive. ``training/`` holds only the
-side files the trainer writes (by name and content type). Every file (and each safetensors header's metadata) is
-scanned for credentials by detect-secrets (its credential detectors, plus Hugging Face tokens and unquoted keyword
-assignments in Markdown/text, see ``secret_plugins.py``), and the raw bytes of every file (tensor data, PNG
-chunks, any binary) and every relative path by the byte scan (``secret_bytes.py``); the report names the file and
-the line or byte offset and the kind of secret, never the secret, and a name holding one is shown masked.
+signature and chunks (lengths, CRCs, IHDR first, IDAT, IEND), text files as UTF-8, and nothing may look like a
+pickle or a zip archive. ``training/`` holds only the side files the trainer writes (by name and content type).
+Every file (and each safetensors header's metadata) is scanned for credentials by detect-secrets (its credential
+detectors, plus Hugging Face tokens and unquoted keyword assignments in Markdown/text, see ``secret_plugins.py``),
+and the raw bytes of every file (tensor data, PNG chunks, any binary; as ASCII and as UTF-16; in a PNG also its
+inflated and base64-decoded payloads) and every relative path by the byte scan (``secret_bytes.py``); the report
+names the file and the line or byte offset and the kind of secret, never the secret, and a name holding one is
+shown masked.
 
 Files are opened relative to the folder with ``O_NOFOLLOW`` on every path component, and staging re-checks that
-the file is still the one that was verified (same device, inode, size and modification time).
+the file is still the one that was verified (same device, inode, size and modification time). A PNG is staged
+with its image chunks only (`stripped_png`): no text chunk, no other ancillary chunk, nothing after IEND.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shutil
@@ -29,7 +33,19 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ..model.folder_schema import TRAINING_SIDE_FILES as TRAINING_SIDE_FILE_RECORDS
-from .secret_bytes import ByteFinding, path_findings, redact, scan_bytes, scan_stream
+from .secret_bytes import (
+    PNG_IMAGE_CHUNKS,
+    PNG_SIGNATURE,
+    ByteFinding,
+    PngChunk,
+    path_findings,
+    png_chunks,
+    redact,
+    scan_bytes,
+    scan_stream,
+)
+
+logger = logging.getLogger(__name__)
 
 # Side files the trainer writes under training/ (name -> content type); nothing else is published there.
 TRAINING_SIDE_FILES = {name: kind for name, (kind, _) in TRAINING_SIDE_FILE_RECORDS.items()}
@@ -37,7 +53,6 @@ SAFETENSORS_DTYPES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "
                       "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8, "C64": 8}
 MAX_HEADER_BYTES = 100 * 2**20  # the safetensors format's own limit
 MAX_TEXT_SCAN_BYTES = 512 * 2**20
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # detect-secrets' credential detectors, by class name (its high-entropy and public-IP detectors are left out: a
 # model folder is full of sha256 hashes, vocabularies and numbers), plus this package's two (secret_plugins.py).
 SECRET_DETECTORS = (
@@ -261,7 +276,10 @@ def content_problem(rel: str, data: bytes, private: tuple[str, ...] = ()) -> str
     if data.startswith(PICKLE_OR_ZIP):
         return f"{rel} is a pickle or zip archive (e.g. a torch.save file) whatever its name: publish safetensors only"
     if name.endswith(".png"):
-        return None if data.startswith(PNG_SIGNATURE) else f"{rel} is named .png but is not a PNG image"
+        if not data.startswith(PNG_SIGNATURE):
+            return f"{rel} is named .png but is not a PNG image"
+        problem = png_problem(data)
+        return None if problem is None else f"{rel} is not a well-formed PNG image ({problem}): save the plot again"
     if not name.endswith(TEXT_SUFFIXES) and name != ".gitattributes":
         return None  # binary tokenizer models (tokenizer.model, spiece.model): scanned for secrets and magic only
     try:
@@ -333,7 +351,7 @@ def safetensors_file_problems(rel: str, handle: BinaryIO, size: int) -> list[str
     metadata = header.pop("__metadata__", None) or {}
     lines = "".join(f"{key}: {value}\n" for key, value in metadata.items())
     handle.seek(0)
-    found = [ByteFinding(f.kind, f.offset, tensor_at(header, data_start, f.offset))
+    found = [ByteFinding(f.kind, f.offset, f.where + tensor_at(header, data_start, f.offset))
              for f in scan_stream(handle, size)]
     return [secrets_problem(rel, lines.encode("utf-8"), where="'s header metadata (one key: value a line)",
                             scan_name="metadata.yaml"),
@@ -359,9 +377,9 @@ def tensor_at(header: dict, data_start: int, offset: int) -> str:
 
 
 def stage_verified(folder: Path, files: dict[str, Identity], staging: Path, link_weights: bool) -> None:
-    """Copy exactly the verified ``files`` into ``staging``; hard-link safetensors when ``link_weights`` (a
-    temporary staging folder) and the filesystem allows. Refuses (OSError) a file that is no longer the one that
-    was verified."""
+    """Copy exactly the verified ``files`` into ``staging``, each PNG with its image chunks only (`stripped_png`);
+    hard-link safetensors when ``link_weights`` (a temporary staging folder) and the filesystem allows. Refuses
+    (OSError) a file that is no longer the one that was verified."""
     root = folder.resolve()
     for rel, identity in files.items():
         target = staging / rel
@@ -378,5 +396,59 @@ def stage_verified(folder: Path, files: dict[str, Identity], staging: Path, link
                     target.unlink()
                 except OSError:
                     pass
+            if rel.endswith(".png"):
+                target.write_bytes(stripped_png(rel, source.read()))
+                continue
             with target.open("wb") as out:
                 shutil.copyfileobj(source, out, 1 << 20)
+
+
+def plot_problems(folder: Path, files: dict[str, Identity]) -> list[str]:
+    """The problems of the PNG ``files`` of ``folder`` (credentials in any of their bytes or payloads, chunks that do
+    not hold together), checked in the folder itself: every staged copy holds them stripped (`stage_verified`)."""
+    found = [check_file(folder, rel, identity) for rel, identity in sorted(files.items()) if rel.endswith(".png")]
+    return [problem for problem in found if problem is not None]
+
+
+def png_problem(data: bytes) -> str | None:
+    """Why the PNG ``data`` (its signature checked) is not well formed, or None: every chunk fits the file and has
+    its CRC, IHDR comes first, there is image data and an IEND chunk (what `stripped_png` keeps must decode)."""
+    chunks = list(png_chunks(data))
+    if not chunks or chunks[0].kind != b"IHDR" or len(chunks[0].body) != 13:
+        return "it does not start with a 13-byte IHDR chunk"
+    broken = next((chunk for chunk in chunks if not chunk.crc_ok()), None)
+    if broken is not None:
+        return f"the {broken.kind.decode('latin-1')!r} chunk at byte {broken.offset} has a wrong CRC"
+    if chunks[-1].kind != b"IEND":
+        return f"a chunk runs past the end of the file after byte {chunks[-1].end}, before any IEND chunk"
+    if not any(chunk.kind == b"IDAT" for chunk in chunks):
+        return "it has no image data (IDAT chunk)"
+    return None
+
+
+def stripped_png(rel: str, data: bytes) -> bytes:
+    """The well-formed PNG ``data`` with its image chunks only (IHDR, PLTE, IDAT, IEND, and tRNS where its size
+    fits the colour type), each copied with its CRC, and nothing after IEND: a plot carries no hidden text or
+    payload. OSError when ``data`` is not a well-formed PNG (checked before staging)."""
+    problem = png_problem(data) if data.startswith(PNG_SIGNATURE) else "no PNG signature"
+    if problem is not None:
+        raise OSError(redact(f"{rel} is not a well-formed PNG image ({problem}); nothing was uploaded."))
+    chunks = list(png_chunks(data))
+    keep = [chunk.kind in PNG_IMAGE_CHUNKS and _fits(chunk, chunks) for chunk in chunks]
+    kept = [chunk for chunk, wanted in zip(chunks, keep, strict=True) if wanted]
+    dropped = sorted({chunk.kind.decode("latin-1") for chunk, wanted in zip(chunks, keep, strict=True) if not wanted})
+    trailing = len(data) - chunks[-1].end
+    if dropped or trailing:
+        logger.info("%s is staged with its image chunks only (left out: %s)", redact(rel),
+                    ", ".join(dropped + ([f"{trailing} bytes after IEND"] if trailing else [])))
+    return PNG_SIGNATURE + b"".join(data[chunk.offset:chunk.end] for chunk in kept)
+
+
+def _fits(chunk: PngChunk, chunks: list[PngChunk]) -> bool:
+    """Whether ``chunk`` (an image chunk) is kept: a tRNS chunk only where its size fits the colour type (2 bytes
+    for grey, 6 for RGB, at most one per palette entry); every other image chunk always."""
+    if chunk.kind != b"tRNS":
+        return True
+    colour = chunks[0].body[9]
+    palette = sum(len(c.body) // 3 for c in chunks if c.kind == b"PLTE")
+    return {0: len(chunk.body) == 2, 2: len(chunk.body) == 6, 3: 0 < len(chunk.body) <= palette}.get(colour, False)

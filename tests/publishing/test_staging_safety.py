@@ -568,3 +568,217 @@ def test_a_real_model_folder_has_no_false_positive():
         assert path_problem(rel) is None
     for rel in ("model.safetensors", "tokenizer.json"):
         assert check_file(real, rel, scan.files[rel]) is None
+
+
+# ------------------------------------------------------------------------ UTF-16, PNG payloads and PNG stripping
+# A token written as UTF-16, base64 in a PNG text chunk, or compressed after a PNG's IEND chunk is refused by file
+# and offset; a plot is staged with its image chunks only.
+def _encoded(text: str, order: str) -> bytes:
+    return text.encode(f"utf-16-{order.lower()}")
+
+
+def _utf16_in_embedding_row(order: str):
+    def hide(folder: Path) -> tuple[str, str]:
+        """(a) the token as UTF-16 in the raw bytes of a word-embedding row: the floats stay finite."""
+        import numpy as np
+        from safetensors.numpy import load_file
+
+        weights = folder / "model.safetensors"
+        name, row, offset = _word_embedding_row(weights)
+        with weights.open("r+b") as handle:
+            handle.seek(offset)
+            handle.write(_encoded(HF_TOKEN_LIKE, order))
+        assert np.isfinite(load_file(str(weights))[name]).all()
+        first = offset + (order == "BE")  # the byte of its first character
+        return "model.safetensors", f"byte {first} as UTF-16 text in tensor '{name}' row {row}: Hugging Face Token"
+
+    return hide
+
+
+def _base64_in_png_text(folder: Path) -> tuple[str, str]:
+    """(b) ``HF_TOKEN=<token>`` base64-encoded in a PNG tEXt chunk."""
+    import base64
+
+    data, body = _png_with_chunk(b"tEXt", b"Comment\x00" + base64.b64encode(f"HF_TOKEN={HF_TOKEN_LIKE}".encode()))
+    (folder / "plots" / "spectrum.png").write_bytes(data)
+    return "plots/spectrum.png", f"byte {body - 8} in base64 in the tEXt chunk there: Hugging Face Token"
+
+
+def _utf16_in_png_text(folder: Path) -> tuple[str, str]:
+    """(c) the token as UTF-16LE in a PNG tEXt chunk."""
+    data, body = _png_with_chunk(b"tEXt", b"Comment\x00" + _encoded(HF_TOKEN_LIKE, "LE"))
+    (folder / "plots" / "spectrum.png").write_bytes(data)
+    return "plots/spectrum.png", f"byte {body + len(b'Comment') + 1} as UTF-16 text: Hugging Face Token"
+
+
+def _zlib_after_png_end(folder: Path) -> tuple[str, str]:
+    """(d) ``HF_TOKEN=<token>`` zlib-compressed after the PNG's IEND chunk."""
+    import zlib
+
+    from tests.support.card_fixtures import png_bytes
+
+    image = png_bytes()
+    (folder / "plots" / "spectrum.png").write_bytes(image + zlib.compress(f"HF_TOKEN={HF_TOKEN_LIKE}".encode()))
+    return "plots/spectrum.png", f"byte {len(image)} in a zlib stream in the data after the IEND chunk there: " \
+                                 "Hugging Face Token"
+
+
+@pytest.mark.parametrize(
+    "hide",
+    [_utf16_in_embedding_row("LE"), _utf16_in_embedding_row("BE"), _base64_in_png_text, _utf16_in_png_text,
+     _zlib_after_png_end],
+    ids=["utf16le-embedding-row", "utf16be-embedding-row", "png-text-base64", "png-text-utf16", "png-zlib-after-end"],
+)
+def test_push_refuses_a_token_hidden_as_utf16_base64_or_after_the_png_end(publishable, tmp_path, hide):
+    """Each was staged with rc 0 by the ASCII-only scan: push --dry-run refuses it naming the file, the byte offset
+    and how the token was hidden, never printing the token, and stages no plot."""
+    import base64
+
+    folder = copy_model(publishable, tmp_path / "model")
+    shown, finding = hide(folder)
+    with pytest.raises(PublishRefused) as refused:
+        push_folder(folder, "acme/tiny-dump", dry_run=True, staging_dir=tmp_path / "stage")
+    message = str(refused.value)
+    assert f"{shown} contains what looks like a credential" in message and finding in message
+    _assert_never_printed(message, HF_TOKEN_LIKE, HF_TOKEN_LIKE[3:], base64.b64encode(HF_TOKEN_LIKE.encode()).decode())
+    assert not (tmp_path / "stage").exists() or not any((tmp_path / "stage").rglob("*.png"))
+
+
+@pytest.mark.parametrize("order", ["LE", "BE"])
+@pytest.mark.parametrize(("kind", "text", "secret"), ALL_FORMATS, ids=[f[0] + ":" + f[1][:12] for f in ALL_FORMATS])
+def test_each_token_format_is_found_as_utf16_across_a_chunk_boundary(kind, text, secret, order):
+    """Every format the scan knows, written as UTF-16 into random floats across a chunk boundary: found once, at
+    the byte of its anchor's first character, named as UTF-16."""
+    import io
+
+    from hf_dumpembed.publishing.secret_bytes import ByteFinding, scan_stream
+
+    chunk = 4096
+    raw = _encoded(text, order)
+    data = bytearray(_random_floats(4 * chunk // 4 + 1000))
+    offset = 3 * chunk - len(raw) // 2 + 1  # odd: the characters sit on odd bytes
+    data[offset:offset + len(raw)] = raw
+    found = scan_stream(io.BytesIO(bytes(data)), chunk_bytes=chunk, overlap=1024)
+    first = offset + 2 * _anchor(kind, text) + (order == "BE")
+    assert found == [ByteFinding(kind, first, " as UTF-16 text")]
+
+
+def test_text_between_nul_bytes_that_is_not_utf16_is_no_finding():
+    """A match counts only when each of its characters has its NUL: a token spread over every other byte of
+    random data, and zeros around an ASCII token, are no UTF-16 finding."""
+    from hf_dumpembed.publishing.secret_bytes import ByteFinding, scan_bytes
+
+    spread = bytearray(_random_floats(256))
+    spread[101:101 + 2 * len(HF_TOKEN_LIKE):2] = HF_TOKEN_LIKE.encode()
+    spread[102:102 + 2 * len(HF_TOKEN_LIKE):2] = b"\x01" * len(HF_TOKEN_LIKE)
+    assert scan_bytes(bytes(spread)) == []
+    assert scan_bytes(bytes(64) + HF_TOKEN_LIKE.encode() + bytes(64)) == [ByteFinding("Hugging Face Token", 64)]
+
+
+def _chunk(kind: bytes, body: bytes) -> bytes:
+    import zlib
+
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
+
+
+def _png_with(extras: list[tuple[bytes, bytes]], trailing: bytes = b"") -> bytes:
+    """The fixture PNG (grey, IHDR IDAT IEND) with the ``extras`` chunks after IHDR and ``trailing`` after IEND."""
+    from tests.support.card_fixtures import png_bytes
+
+    image = png_bytes()
+    ihdr_end = 8 + 12 + 13
+    return image[:ihdr_end] + b"".join(_chunk(kind, body) for kind, body in extras) + image[ihdr_end:] + trailing
+
+
+def _idat(data: bytes) -> list[bytes]:
+    from hf_dumpembed.publishing.secret_bytes import png_chunks
+
+    return [chunk.body for chunk in png_chunks(data) if chunk.kind == b"IDAT"]
+
+
+def test_a_plot_is_staged_with_its_image_chunks_only(publishable, tmp_path):
+    """A plot with text chunks, a physical-size chunk, a private chunk and bytes after IEND (none a credential) is
+    staged as a valid PNG of IHDR, IDAT and IEND with the same IDAT bytes and pixels, and push lists the sha256 of
+    that staged file; the model folder keeps its own."""
+    import hashlib
+    import io
+    import zlib
+
+    from hf_dumpembed.publishing.secret_bytes import PNG_SIGNATURE, png_chunks
+
+    Image = pytest.importorskip("PIL.Image")
+    folder = copy_model(publishable, tmp_path / "model")
+    plot = folder / "plots" / "spectrum.png"
+    original = _png_with([(b"tEXt", b"Software\x00matplotlib"), (b"zTXt", b"Comment\x00\x00" + zlib.compress(b"hi")),
+                          (b"pHYs", struct.pack(">IIB", 3937, 3937, 1)), (b"prVt", b"private payload")],
+                         trailing=b"appended after the end" + zlib.compress(b"more"))
+    plot.write_bytes(original)
+    result = push_folder(folder, "acme/tiny-dump", dry_run=True, staging_dir=tmp_path / "stage")
+    staged = (tmp_path / "stage" / "plots" / "spectrum.png").read_bytes()
+    chunks = list(png_chunks(staged))
+    assert staged.startswith(PNG_SIGNATURE) and chunks[-1].end == len(staged)  # nothing after IEND
+    assert [chunk.kind for chunk in chunks] == [b"IHDR", b"IDAT", b"IEND"] and all(c.crc_ok() for c in chunks)
+    assert _idat(staged) == _idat(original)
+    with Image.open(io.BytesIO(staged)) as stripped, Image.open(io.BytesIO(original)) as before:
+        stripped.load()
+        assert stripped.tobytes() == before.tobytes() and stripped.size == before.size and not stripped.text
+    listed = {f.path: f.sha256 for f in result.files}
+    assert listed["plots/spectrum.png"] == hashlib.sha256(staged).hexdigest() != hashlib.sha256(original).hexdigest()
+    assert plot.read_bytes() == original
+
+
+@pytest.mark.parametrize(("size", "kept"), [(2, True), (6, False)])
+def test_transparency_is_kept_where_its_size_fits_the_colour_type(size, kept):
+    """tRNS is the alpha of the image, so it is staged, but only in the size the colour type gives it (2 bytes for
+    a grey image): a larger one could carry other bytes."""
+    from hf_dumpembed.publishing.secret_bytes import png_chunks
+    from hf_dumpembed.publishing.staging_safety import stripped_png
+
+    stripped = stripped_png("plots/x.png", _png_with([(b"tRNS", bytes(size))]))
+    assert (b"tRNS" in [chunk.kind for chunk in png_chunks(stripped)]) is kept
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda png: png[:42] + bytes([png[42] ^ 1]) + png[43:], "the 'IDAT' chunk at byte 33 has a wrong CRC"),
+        (lambda png: png[:-6], "a chunk runs past the end of the file after byte "),
+        (lambda png: png[:33] + png[-12:], "it has no image data (IDAT chunk)"),
+        (lambda png: png[:8] + png[33:], "it does not start with a 13-byte IHDR chunk"),
+    ],
+    ids=["crc", "truncated", "no-idat", "no-ihdr"],
+)
+def test_a_png_that_would_not_decode_is_refused(damage, message):
+    """Its chunks are what staging keeps, so a PNG whose chunks do not hold together is refused by name."""
+    from tests.support.card_fixtures import png_bytes
+
+    problem = content_problem("plots/spectrum.png", damage(png_bytes()))
+    assert problem is not None and problem.startswith("plots/spectrum.png is not a well-formed PNG image (")
+    assert message in problem and problem.endswith("): save the plot again")
+
+
+def test_a_matplotlib_plot_has_no_finding_and_keeps_its_pixels():
+    """A real plot (matplotlib writes tEXt and pHYs chunks): nothing found, and its stripped copy decodes to the
+    same pixels."""
+    import io
+
+    pytest.importorskip("matplotlib")
+    Image = pytest.importorskip("PIL.Image")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from hf_dumpembed.publishing.secret_bytes import scan_bytes
+    from hf_dumpembed.publishing.staging_safety import stripped_png
+
+    figure, axes = plt.subplots(figsize=(2, 1.5), dpi=50)
+    axes.plot([1, 3, 2])
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    plt.close(figure)
+    data = buffer.getvalue()
+    assert scan_bytes(data) == [] and content_problem("plots/spectrum.png", data) is None
+    with Image.open(io.BytesIO(stripped_png("plots/spectrum.png", data))) as stripped, \
+            Image.open(io.BytesIO(data)) as before:
+        assert stripped.tobytes() == before.tobytes() and not stripped.text and before.text
