@@ -6,9 +6,9 @@ import argparse
 from pathlib import Path
 
 from .._utils.console import say
-from ..export.nncf_int8 import DEFAULT_PRESET, IGNORABLE, PRESETS, SMOOTH_QUANT_OFF
 from ..export.onnx import OPENVINO_PRECISIONS
-from ..export.openvino import DEFAULT_CALIBRATION_SIZE
+from ..export.openvino_int8_static import DEFAULT_PRESET, IGNORABLE, PRESETS, SMOOTH_QUANT_OFF
+from ..export.openvino_ir import DEFAULT_CALIBRATION_SIZE
 from ..export.ort_int8 import BLOCK_SIZES
 from . import add_trust_flag
 from .arguments import finite_float
@@ -76,7 +76,7 @@ def calibration_corpus(args: argparse.Namespace):
     return corpus
 
 
-# Each NNCF option's field (hf_dumpembed.export.nncf_int8.Int8Options) and the flag that sets it.
+# Each NNCF option's field (hf_dumpembed.export.openvino_int8_static.Int8Options) and the flag that sets it.
 NNCF_FLAGS = {"preset": "--int8-preset", "smooth_quant_alpha": "--int8-smooth-quant",
               "calibration_size": "--calibration-size", "ignore": "--int8-float",
               "max_cosine_drop": "--int8-accuracy-control"}
@@ -96,7 +96,7 @@ def flags_given(values: dict[str, object], defaults: object, flags: dict[str, st
 def int8_options(args: argparse.Namespace):
     """The NNCF options of the command line; ValueError when one differs from its default without --int8
     --openvino (named first: without them none applies), or for a bad value."""
-    from ..export.nncf_int8 import Int8Options
+    from ..export.openvino_int8_static import Int8Options
 
     values = {"preset": args.int8_preset, "smooth_quant_alpha": args.int8_smooth_quant,
               "calibration_size": args.calibration_size, "ignore": tuple(args.int8_float or ()),

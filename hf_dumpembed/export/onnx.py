@@ -10,9 +10,9 @@ onnxruntime's transformer fusions (fused attention, skip-LayerNorm, bias-GELU; o
 Optional artefacts: ``model_int8.onnx`` (onnxruntime int8 of the fused graph, with the choices of ort_int8.py) and
 ``openvino/openvino_model.xml`` (OpenVINO IR from the portable graph, f32 weights; the f32 or bf16 inference
 precision it was checked at is recorded in onnx_export.json), with ``--int8`` also ``openvino_model_int8.xml`` (NNCF
-static int8, calibrated on the fit corpus or the user's texts; see nncf_int8.py) and with ``--int8-dynamic``
+static int8, calibrated on the fit corpus or the user's texts; see openvino_int8_static.py) and with ``--int8-dynamic``
 ``openvino_model_int8_dynamic.xml`` (int8 weights, activations quantised at run time, nothing calibrated; see
-openvino_dynamic.py). Every graph is run after writing and compared with the torch model; one that disagrees beyond
+openvino_int8_dynamic.py). Every graph is run after writing and compared with the torch model; one that disagrees beyond
 its tolerance is not written (the fused graph is then left out and the export goes on with the portable one).
 
 Decoders: the graph runs the backbone on the whole input, the constant prefix (BOS, [DUMP1..K]) included; it does not
@@ -44,9 +44,10 @@ from ..remote import DumpEmbedModel
 from ..remote.configuration_dumpembed import PADDING_SENSITIVE_POOLING
 from ..remote.modeling_dumpembed import counts_positions_from_mask
 from .artefacts import INT8_FILE, MANIFEST_FILE, ONNX_FILE, OPENVINO_INT8_DYNAMIC_FILE, OPTIMIZED_FILE, OUTPUT_NAME
-from .nncf_int8 import Int8Options, quantize_openvino_int8
 from .onnx_optimize import SINGLE_FILE_LIMIT, fuse_for_onnxruntime
-from .openvino import (
+from .openvino_int8_dynamic import compress_openvino_int8
+from .openvino_int8_static import Int8Options, quantize_openvino_int8
+from .openvino_ir import (
     OPENVINO_DIR,
     OPENVINO_FILE,
     OPENVINO_INT8_FILE,
@@ -55,7 +56,6 @@ from .openvino import (
     convert_openvino,
     openvino_runner,
 )
-from .openvino_dynamic import compress_openvino_int8
 from .ort_int8 import OrtInt8Options, quantize_onnxruntime_int8
 from .runtimes import onnxruntime_runner, row_cosines, torch_vectors
 from .stock_compat import legacy_tokenizer_config
@@ -346,7 +346,7 @@ def add_openvino_static(xml: Path, calibration_items: list[dict[str, np.ndarray]
 
 def add_openvino_dynamic(xml: Path, check: Callable[..., bool]) -> dict:
     """Write and check (at f32 precision) the IR of ``xml`` with int8 weights whose activations OpenVINO quantises
-    at run time (openvino_dynamic.py); its manifest entry."""
+    at run time (openvino_int8_dynamic.py); its manifest entry."""
     out_xml = xml.with_name(OPENVINO_INT8_DYNAMIC_FILE)
     logger.info("Compressing the OpenVINO IR's weights to int8 (NNCF, data-free) ...")
     entry = compress_openvino_int8(xml, out_xml)
@@ -384,7 +384,7 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
     names them in the manifest); ``int8_options`` are NNCF's choices (preset, SmoothQuant, calibration size, parts
     kept in float, accuracy control; default: NNCF's transformer defaults on 300 texts). ``int8_dynamic`` (with
     ``openvino``) also writes openvino/openvino_model_int8_dynamic.xml: int8 weights, activations quantised by
-    OpenVINO at run time (no calibration texts; openvino_dynamic.py).
+    OpenVINO at run time (no calibration texts; openvino_int8_dynamic.py).
 
     Raises ValueError (nothing written) when a graph's vectors disagree with the torch model beyond tolerance, for
     a model that composes a prompt inside its forward (not expressible as one static graph), or for OpenVINO int8

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from .artefacts import OPENVINO_DIR
-from .openvino import DEFAULT_CALIBRATION_SIZE
+from .openvino_ir import DEFAULT_CALIBRATION_SIZE
 from .runtimes import row_cosines
 
 logger = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
 """OpenVINO artefacts of an ONNX export: the IR with f32 weights, its compiled runner, and the calibration inputs
-of its int8 version (quantised by NNCF in nncf_int8.py).
+of its int8 version (quantised by NNCF in openvino_int8_static.py).
 
 The int8 IR (``openvino/openvino_model_int8.xml``) is NNCF's post-training quantisation of the f32 IR for
 transformers, with activation ranges measured on calibration texts: the folder's fit corpus or the user's own

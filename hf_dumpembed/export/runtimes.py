@@ -58,7 +58,7 @@ RUNTIMES = (
     RuntimeSpec("OpenVINO int8", "openvino", f"{OPENVINO_DIR}/{OPENVINO_INT8_FILE}", "int8", "f32"),
     # the int8 IR with what stays float in bf16 (runs as f32 on CPUs without AVX512-BF16 / AMX)
     RuntimeSpec("OpenVINO int8 bf16", "openvino", f"{OPENVINO_DIR}/{OPENVINO_INT8_FILE}", "int8", "bf16"),
-    # int8 weights, activations quantised at run time (openvino_dynamic.py), at f32 and at bf16 precision
+    # int8 weights, activations quantised at run time (openvino_int8_dynamic.py), at f32 and at bf16 precision
     RuntimeSpec("OpenVINO int8 dynamic", "openvino", f"{OPENVINO_DIR}/{OPENVINO_INT8_DYNAMIC_FILE}", "int8", "f32"),
     RuntimeSpec("OpenVINO int8 dynamic bf16", "openvino", f"{OPENVINO_DIR}/{OPENVINO_INT8_DYNAMIC_FILE}", "int8",
                 "bf16"),
@@ -128,7 +128,7 @@ def onnxruntime_runner(path: Path, threads: int | None = None, spinning: bool = 
 
 def open_runtime(spec: RuntimeSpec, export_dir: Path, model_dir: Path | None, threads: int | None) -> Runner:
     """The runner of ``spec`` on this export (and model folder, for torch)."""
-    from .openvino import openvino_runner
+    from .openvino_ir import openvino_runner
 
     if spec.engine == "torch":
         return torch_runner(model_dir, spec.precision, threads)

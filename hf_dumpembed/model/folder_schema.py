@@ -64,7 +64,6 @@ LOAD_TIME_KEYS = {
     "_experts_implementation": "transformers picks the experts kernel from it",
     "kernel_config": "transformers maps layers to Hub kernels from it",
     "use_kernels": "transformers replaces layers with Hub kernels",
-    "gradient_checkpointing": "transformers switches the model's training mode at load",
 }
 # sentence-transformers module class paths the writers use: the current one (a DumpEmbed folder's Transformer) and
 # the portable one every release since 2.x resolves (a stock export's modules; hf_dumpembed.export.stock_compat).

@@ -26,12 +26,12 @@ from ..model.prompting import PROMPT_TEMPLATES, PromptMode, prompt_mode, set_pro
 from ..model.quantization import CALIBRATION_FILE, Calibration
 from ..remote import DumpEmbedModel
 from ..remote.modeling_dumpembed import DumpProjection, check_finite
-from .calibration import calibrate, calibration_sample, pseudo_query_frontier
 from .corpus import Corpus, read_corpus
 from .encode import encode_corpus, encode_texts
 from .maths.pseudo_queries import PseudoQueries, build_pseudo_queries, check_pseudo_queries
 from .methods.common import FitContext, FittedProjection, PseudoSet
 from .options import DEFAULT_SPECTEMP_MODE, SPECTEMP_MODE_NAMES, FitOptions, Method  # noqa: F401 - re-exported
+from .quantization_ranges import calibrate, calibration_sample, pseudo_query_frontier
 from .registry import fitter
 from .writer import provenance
 from .writer import write_folder as _write_folder

@@ -1,7 +1,8 @@
 """OpenVINO int8: what each NNCF choice does to speed and quality, one option at a time, beside f32 and bf16.
 
 Model and export as in bench_onnx.py (--model, --onnx: an `export-onnx --openvino` folder; its f32 IR is quantised
-here again for every variant). Variants (`hf_dumpembed.export.nncf_int8.Int8Options`, `export-onnx --int8-...`):
+here again for every variant). Variants (`hf_dumpembed.export.openvino_int8_static.Int8Options`,
+`export-onnx --int8-...`):
 NNCF's defaults for transformers (performance preset, SmoothQuant alpha 0.95, 300 calibration texts), then one
 choice changed each: the mixed preset; SmoothQuant off / alpha 0.5; 100 / 1,000 calibration texts; each part kept in
 float (the projection head, the first and last layers, every layer's attention inputs, every MLP down-projection, the
@@ -50,9 +51,9 @@ from hf_dumpembed.export.artefacts import (  # noqa: E402
     OPENVINO_INT8_FILE,
     OUTPUT_NAME,
 )
-from hf_dumpembed.export.nncf_int8 import SMOOTH_QUANT_OFF, Int8Options, quantize_openvino_int8  # noqa: E402
-from hf_dumpembed.export.openvino import calibration_inputs, calibration_sample, openvino_runner  # noqa: E402
-from hf_dumpembed.export.openvino_dynamic import COMPRESSION_MODE, compress_openvino_int8  # noqa: E402
+from hf_dumpembed.export.openvino_int8_dynamic import COMPRESSION_MODE, compress_openvino_int8  # noqa: E402
+from hf_dumpembed.export.openvino_int8_static import SMOOTH_QUANT_OFF, Int8Options, quantize_openvino_int8  # noqa: E402
+from hf_dumpembed.export.openvino_ir import calibration_inputs, calibration_sample, openvino_runner  # noqa: E402
 from hf_dumpembed.export.runtimes import available_runtimes  # noqa: E402
 from hf_dumpembed.export.serve_bench import cpu_class, cpu_flags, load_average  # noqa: E402
 

@@ -9,7 +9,7 @@ quantization run over the cached vectors.
 
 Methods: SpecTemp auto (`fit --method spectemp --mode auto`), PCA, prefix truncation (k < d) and the raw model
 (k = d: the normalised pooled vector). Precisions, as sentence-transformers' `quantize_embeddings` and
-`semantic_search_usearch` use them, with the calibration `fit` stores (hf_dumpembed.projections.calibration):
+`semantic_search_usearch` use them, with the calibration `fit` stores (hf_dumpembed.projections.quantization_ranges):
 
 - fp32: cosine;
 - int8: the documents as int8 codes with the stored ranges, scored against the fp32 query after dequantisation
@@ -44,7 +44,7 @@ from benchmarks import Table, earlier_results, finish_run, save_results, say
 
 from hf_dumpembed.evaluation.metrics import metrics_from_results
 from hf_dumpembed.model.quantization import bytes_per_vector
-from hf_dumpembed.projections import calibration
+from hf_dumpembed.projections import quantization_ranges
 from hf_dumpembed.projections.corpus import read_corpus
 from hf_dumpembed.projections.fit import FitOptions, load_for_fit
 from hf_dumpembed.projections.maths.pseudo_queries import DEFAULT_MAX_PAIRS, build_pseudo_queries
@@ -92,7 +92,7 @@ def int8_codes(x: np.ndarray, ranges: np.ndarray) -> np.ndarray:
 
 def dequantized(x: np.ndarray, ranges: np.ndarray) -> np.ndarray:
     """The int8 codes of ``x`` read back as values (bucket start), as sentence-transformers' rescoring reads them."""
-    return calibration.dequantize_int8(int8_codes(x, ranges), ranges)
+    return quantization_ranges.dequantize_int8(int8_codes(x, ranges), ranges)
 
 
 def scores_by_precision(q: np.ndarray, d: np.ndarray, ranges: np.ndarray, threshold: np.ndarray,
@@ -159,27 +159,27 @@ def run(args: argparse.Namespace) -> dict:
     spectrum = eigendecompose(StreamingStats(train.shape[1]).update(train))
     d = spectrum.dim
     maps = projections(spectrum, corpus.texts, train, model, tokenizer, cache, args.batch_size)
-    sample = train[calibration.calibration_sample(len(train), 1999)]
+    sample = train[quantization_ranges.calibration_sample(len(train), 1999)]
     rows, ablation = [], []
     for method, projection in maps.items():
         for k in DIMS:
             if (method == "raw model" and k != d) or (method == "truncation" and k == d):
                 continue  # truncation at k = d is the raw model
-            outputs = {name: tuple(calibration.outputs_at(projection, x, k) for x in (queries, docs))
+            outputs = {name: tuple(quantization_ranges.outputs_at(projection, x, k) for x in (queries, docs))
                        for name, (queries, docs, *_rest) in sets.items()}
-            fit_outputs = calibration.outputs_at(projection, sample, k)
-            ranges = calibration.int8_ranges(fit_outputs)
-            threshold = calibration.binary_threshold(fit_outputs)
+            fit_outputs = quantization_ranges.outputs_at(projection, sample, k)
+            ranges = quantization_ranges.int8_ranges(fit_outputs)
+            threshold = quantization_ranges.binary_threshold(fit_outputs)
             for precision, scores in evaluate(outputs, sets, ranges, threshold).items():
                 rows.append({"method": method, "k": k, "precision": precision, **scores})
             for percentile in PERCENTILES:
-                scores = evaluate(outputs, sets, calibration.int8_ranges(fit_outputs, percentile), threshold,
+                scores = evaluate(outputs, sets, quantization_ranges.int8_ranges(fit_outputs, percentile), threshold,
                                   ("int8",))["int8"]
                 ablation.append({"method": method, "k": k, "statistic": f"int8 p{percentile:g}", **scores})
             scores = evaluate(outputs, sets, ranges, threshold, ("int8 codes · codes",))["int8 codes · codes"]
             ablation.append({"method": method, "k": k, "statistic": "int8 codes · codes", **scores})
             for rule in THRESHOLDS:
-                rule_threshold = calibration.binary_threshold(fit_outputs, rule)
+                rule_threshold = quantization_ranges.binary_threshold(fit_outputs, rule)
                 for precision, scores in evaluate(outputs, sets, ranges, rule_threshold,
                                                   ("binary", "binary + rescore")).items():
                     ablation.append({"method": method, "k": k, "statistic": f"{precision} {rule}", **scores})
@@ -189,7 +189,8 @@ def run(args: argparse.Namespace) -> dict:
         "date": date.today().isoformat(),
         "model": "all-MiniLM-L6-v2 (DumpEmbed K=0, mean pooling)",
         "fit_texts": len(corpus.texts), "fit_sha256": corpus.sha256, "calibration_texts": len(sample),
-        "defaults": {"int8_percentile": calibration.INT8_PERCENTILE, "binary_threshold": calibration.BINARY_THRESHOLD},
+        "defaults": {"int8_percentile": quantization_ranges.INT8_PERCENTILE,
+                     "binary_threshold": quantization_ranges.BINARY_THRESHOLD},
         "auto_routes": {str(k): maps["SpecTemp auto"].route(k) for k in DIMS},
         "load_average": list(os.getloadavg()), "rows": rows, "ablation": ablation,
     }

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from hf_dumpembed.cli import build_parser, main
 from hf_dumpembed.commands.arguments import FiniteFloat, finite_float
-from hf_dumpembed.export.nncf_int8 import SMOOTH_QUANT_OFF
+from hf_dumpembed.export.openvino_int8_static import SMOOTH_QUANT_OFF
 
 NON_FINITE = ("nan", "inf", "-inf", "NaN", "Infinity", "-Infinity")
 

@@ -14,7 +14,7 @@ pytest.importorskip("nncf", reason="pip install 'hf_dumpembed[openvino]'")
 
 from hf_dumpembed.cli import main  # noqa: E402
 from hf_dumpembed.export.onnx import export_onnx  # noqa: E402
-from hf_dumpembed.export.openvino_dynamic import (  # noqa: E402
+from hf_dumpembed.export.openvino_int8_dynamic import (  # noqa: E402
     GROUP_SIZE_OPTION,
     RUNTIME_OPTIONS,
     dynamic_group_size,

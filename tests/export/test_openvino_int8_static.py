@@ -14,7 +14,8 @@ pytest.importorskip("nncf", reason="pip install 'hf_dumpembed[openvino]'")
 from transformers import AutoTokenizer  # noqa: E402
 
 from hf_dumpembed.cli import main  # noqa: E402
-from hf_dumpembed.export.nncf_int8 import (  # noqa: E402
+from hf_dumpembed.export.onnx import export_onnx  # noqa: E402
+from hf_dumpembed.export.openvino_int8_static import (  # noqa: E402
     IGNORABLE,
     SMOOTH_QUANT_OFF,
     Int8Options,
@@ -22,8 +23,7 @@ from hf_dumpembed.export.nncf_int8 import (  # noqa: E402
     ignored_names,
     quantize_openvino_int8,
 )
-from hf_dumpembed.export.onnx import export_onnx  # noqa: E402
-from hf_dumpembed.export.openvino import calibration_inputs  # noqa: E402
+from hf_dumpembed.export.openvino_ir import calibration_inputs  # noqa: E402
 
 CALIBRATION = [f"Text {i}: how to {verb} a {noun} in Python." for i, (verb, noun) in enumerate(
     [(v, n) for v in ("read", "write", "sort", "parse", "copy", "hash") for n in ("file", "list", "string", "set")])]
@@ -97,7 +97,7 @@ def test_a_decoders_parts_are_found_by_structure_and_stay_float(llama_dump_model
 def test_a_refused_openvino_int8_graph_says_what_to_try(llama_dump_model, tmp_path):
     """NNCF's defaults on the random tiny Llama quantise its head under SmoothQuant and lose parity (min cosine about
     0.87, on the padded batch): the refusal names the choices to try, of which the head in float (above) and the
-    dynamic int8 IR (test_openvino_dynamic.py) pass."""
+    dynamic int8 IR (test_openvino_int8_dynamic.py) pass."""
     with pytest.raises(ValueError, match="FAIL OpenVINO int8") as error:
         export_onnx(llama_dump_model, tmp_path / "llama", int8=True, openvino=True, fuse=False,
                     calibration_texts=CALIBRATION, int8_options=Int8Options(calibration_size=12))

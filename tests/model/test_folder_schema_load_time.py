@@ -46,7 +46,6 @@ LOAD_TIME_VALUES = {
     "_experts_implementation": "grouped_mm",
     "kernel_config": {"kernel_mapping": {}},
     "use_kernels": True,
-    "gradient_checkpointing": True,
 }
 
 

@@ -19,7 +19,7 @@ from hf_dumpembed.model.quantization import (
     projection_fingerprint,
     read_calibration,
 )
-from hf_dumpembed.projections import calibration
+from hf_dumpembed.projections import quantization_ranges
 from hf_dumpembed.projections.fit import FitOptions, fit_projection
 from tests.support.fit_fixtures import corpus_texts, write_corpus
 
@@ -65,9 +65,10 @@ def test_fit_stores_the_calibration_of_its_final_outputs(fitted) -> None:
     assert stored.info["num_texts"] == len(corpus_texts())
     # The ranges are those of what the folder outputs at k (here k = 32, recomposed at load time) on the corpus.
     outputs = _st(folder, 32).encode(corpus_texts(), convert_to_numpy=True)
-    percentiles = np.percentile(outputs, [calibration.INT8_PERCENTILE, 100 - calibration.INT8_PERCENTILE], axis=0)
+    low = quantization_ranges.INT8_PERCENTILE
+    percentiles = np.percentile(outputs, [low, 100 - low], axis=0)
     np.testing.assert_allclose(stored.at(32)[0], percentiles, atol=1e-5)
-    rule = np.median(outputs, axis=0) if calibration.BINARY_THRESHOLD == "median" else np.zeros(32)
+    rule = np.median(outputs, axis=0) if quantization_ranges.BINARY_THRESHOLD == "median" else np.zeros(32)
     np.testing.assert_allclose(stored.at(32)[1], rule, atol=1e-5)
 
 
@@ -82,7 +83,7 @@ def test_quantize_reuses_the_stored_calibration_bit_for_bit(fitted) -> None:
     np.testing.assert_array_equal(int8, quantize_embeddings(embeddings, "int8", ranges=ranges))
     np.testing.assert_array_equal(quantize(embeddings, folder, "ubinary"),
                                   quantize_embeddings(embeddings - threshold, "ubinary"))
-    if calibration.BINARY_THRESHOLD == "zero":  # the fit's default: sentence-transformers' own signs
+    if quantization_ranges.BINARY_THRESHOLD == "zero":  # the fit's default: sentence-transformers' own signs
         assert not threshold.any()
         np.testing.assert_array_equal(quantize(embeddings, folder, "binary"), quantize_embeddings(embeddings, "binary"))
     # Twice, through the loaded models, one text at a time, from a tensor: the same codes.
@@ -220,8 +221,8 @@ def test_auto_fit_scores_the_frontier_on_its_pseudo_queries(llama_dump_model: Pa
     docs = rng.standard_normal((40, 12)).astype(np.float32)
     queries = docs + 1.2 * rng.standard_normal((40, 12)).astype(np.float32)
     unit = [x / np.linalg.norm(x, axis=1, keepdims=True) for x in (queries, docs)]
-    assert calibration._paired_ndcg(unit[0] @ unit[1].T) == pytest.approx(paired_ndcg_at_10(queries, docs).mean(),
-                                                                          abs=1e-6)
+    expected = paired_ndcg_at_10(queries, docs).mean()
+    assert quantization_ranges._paired_ndcg(unit[0] @ unit[1].T) == pytest.approx(expected, abs=1e-6)
 
 
 def test_the_documented_snippets_give_quantize_codes_without_the_package(fitted) -> None:
