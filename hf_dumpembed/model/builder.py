@@ -26,7 +26,7 @@ from .card import write_card
 from .dump_match import DEFAULT_MATCH_MAX_LENGTH, DEFAULT_MATCH_STEPS, match_dump_rows
 from .embeddings import DumpInit, copy_source_token_id, grow_embeddings, init_dump_rows, resolve_init
 from .source_stack import SourceStack, read_source_stack
-from .st_files import write_sentence_transformers_files
+from .st_files import DEFAULT_PROMPTS, write_sentence_transformers_files
 from .tokenizer import add_dump_tokens, save_dump_tokenizer
 
 logger = logging.getLogger(__name__)
@@ -246,15 +246,17 @@ def source_settings(stack: SourceStack | None, tokenizer: PreTrainedTokenizerBas
     """The config fields that carry a sentence-transformers source's behaviour over: prompts, default prompt,
     similarity, ``include_prompt`` (with each prompt's tokens, for sentence-transformers' prompt_length rule) and the
     Dense layers. Prompts are text: they follow the [DUMP] tokens, which the tokenizer's template puts right after
-    [CLS]/BOS, so the [DUMP] slots sit at the same positions whatever the prompt."""
+    [CLS]/BOS, so the [DUMP] slots sit at the same positions whatever the prompt. A source without prompts gets the
+    empty query / document prompts config_sentence_transformers.json states (`DEFAULT_PROMPTS`): the folder's
+    files name the same prompts, so a client reading either finds both names."""
     if stack is None:
-        return {}
+        return {"prompts": dict(DEFAULT_PROMPTS)}
     if stack.dense and stack.dense[0].in_features != hidden_size:
         raise ValueError(f"the source's first Dense layer reads {stack.dense[0].in_features} features; its backbone "
                          f"gives {hidden_size}.")
     excluded = [] if stack.include_prompt else prompt_token_ids(tokenizer, stack.prompts.values())
     return {
-        "prompts": dict(stack.prompts), "default_prompt_name": stack.default_prompt_name,
+        "prompts": dict(stack.prompts) or dict(DEFAULT_PROMPTS), "default_prompt_name": stack.default_prompt_name,
         "similarity_fn_name": stack.similarity_fn_name, "include_prompt": stack.include_prompt,
         "prompt_token_ids_excluded": excluded, "dense_layers": [layer.describe() for layer in stack.dense],
     }

@@ -2,7 +2,8 @@
 
 Each ```python block under a `## heading` embeds `queries` and `documents` into `query_vectors` and
 `document_vectors`. The test puts a prompted K = 4 folder (the e5-small-v2 replica: `query: ` / `passage: `, mean
-pooling, a fitted projection so the stock export has a Dense module), its stock export and its ONNX export in place
+pooling, a fitted projection so the stock export has a Dense module) and a default one (a source without prompts),
+each with its stock export and its ONNX export, in place
 of `my-model`, `my-model-stock` and `my-model-onnx`, the snippet's example texts by texts of ~1,000 tokens (far over
 the model's limit) and short ones, and compares. The default run executes the snippets whose client is installed in
 this environment, in-process; `-m slow` builds one environment per other client (outside the repository, torch's CPU
@@ -77,22 +78,27 @@ def prepared(code: str, folders: dict[str, Path]) -> str:
     return code
 
 
-@pytest.fixture(scope="module")
-def folders(zoo_source, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+# The folders every snippet runs on: prompted (the e5-small-v2 replica) and default (a source without prompts, the
+# all-mpnet-base-v2 replica: its folder names empty query / document prompts in every file).
+SOURCES = {"prompted": "e5-small-v2", "default": "all-mpnet-base-v2"}
+
+
+@pytest.fixture(scope="module", params=list(SOURCES))
+def folders(request: pytest.FixtureRequest, zoo_source, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     from hf_dumpembed.export.onnx import export_onnx
     from hf_dumpembed.export.stock import export_stock_st
     from hf_dumpembed.model.builder import BuildOptions, build
     from hf_dumpembed.projections.fit import FitOptions, fit_projection
     from tests.support.fit_fixtures import write_corpus
 
-    root = tmp_path_factory.mktemp("clients")
-    built = build(zoo_source("e5-small-v2"), root / "built", BuildOptions(num_dump_tokens=4, pooling="mean",
-                                                                          match_steps=0))
+    root = tmp_path_factory.mktemp(f"clients-{request.param}")
+    built = build(zoo_source(SOURCES[request.param]), root / "built",
+                  BuildOptions(num_dump_tokens=4, pooling="mean", match_steps=0))
     model = fit_projection(built, root / "model", FitOptions(method="pca", dim=16, progress=False, plots=False),
                            corpus=write_corpus(root / "corpus.txt"))
     stock = export_stock_st(model, root / "stock")
     onnx = export_onnx(model, root / "onnx", openvino=importlib.util.find_spec("openvino") is not None).out_dir
-    return {"my-model": model, "my-model-stock": stock, "my-model-onnx": onnx}
+    return {"my-model": model, "my-model-stock": stock, "my-model-onnx": onnx, "kind": request.param}
 
 
 @pytest.fixture(scope="module")
@@ -101,8 +107,13 @@ def expected(folders) -> dict[str, np.ndarray]:
 
     model = SentenceTransformer(str(folders["my-model"]), trust_remote_code=True)
     vectors = {"query": model.encode_query(QUERIES), "document": model.encode_document(DOCUMENTS)}
-    # the prompts matter on this folder: plain encode (what the clients call) gives other vectors
-    assert np.abs(model.encode(QUERIES) - vectors["query"]).max() > 0.05
+    if folders["kind"] == "prompted":  # the prompts matter: plain encode (what the clients call) gives other vectors
+        assert np.abs(model.encode(QUERIES) - vectors["query"]).max() > 0.05
+    else:  # every file of the folder names the same (empty) prompts
+        prompts = [json.loads((folders[name] / file).read_text())["prompts"] for name, file in (
+            ("my-model", "config.json"), ("my-model", "config_sentence_transformers.json"),
+            ("my-model-onnx", "onnx_export.json"))]
+        assert prompts == [{"query": "", "document": ""}] * 3, prompts
     assert len(model.tokenize([LONG])["input_ids"][0]) == model.max_seq_length  # the long texts are truncated
     return vectors
 
