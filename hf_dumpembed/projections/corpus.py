@@ -140,11 +140,23 @@ def recorded_fit_corpus(model_dir: str | Path) -> Corpus:
         raise ValueError(f"{model_dir} records no fit corpus (its projection needs none, or it was never fitted): "
                          f"{hint}.")
     path = Path(recorded.path)
-    if not path.exists():
+    found = [candidate for candidate in corpus_candidates(path, Path(model_dir)) if candidate.exists()]
+    if not found:
         raise ValueError(f"{model_dir} was fitted on {path}, which is not here (paths are relative to the working "
-                         f"directory it was fitted in): run from there, or {hint}.")
-    corpus = read_corpus(path)
-    if recorded.sha256 and corpus.sha256 != recorded.sha256:
-        raise ValueError(f"{path} has changed since {model_dir} was fitted on it (sha256 {corpus.sha256[:12]}..., "
-                         f"recorded {recorded.sha256[:12]}...): {hint}.")
-    return corpus
+                         f"directory it was fitted in; looked there and beside each folder above {model_dir}): run "
+                         f"from there, or {hint}.")
+    for candidate in found:  # the recorded sha256 decides which one it is
+        corpus = read_corpus(candidate)
+        if not recorded.sha256 or corpus.sha256 == recorded.sha256:
+            return corpus
+    raise ValueError(f"{found[0]} has changed since {model_dir} was fitted on it (sha256 {corpus.sha256[:12]}..., "
+                     f"recorded {recorded.sha256[:12]}...): {hint}.")
+
+
+def corpus_candidates(recorded: Path, model_dir: Path) -> list[Path]:
+    """Where a recorded fit-corpus path may be: as recorded (relative to this working directory), then, for a
+    relative path, under each folder above the model folder (the working directory the fit ran in usually holds
+    both: ``data/...`` beside ``runs/.../model``)."""
+    if recorded.is_absolute():
+        return [recorded]
+    return [recorded, *(parent / recorded for parent in model_dir.resolve().parents)]

@@ -321,6 +321,26 @@ def test_recorded_fit_corpus_is_read_again_and_checked(tmp_path, monkeypatch):
         recorded_fit_corpus(folder)
 
 
+def test_a_recorded_fit_corpus_is_found_from_another_working_directory(tmp_path, monkeypatch):
+    """The fit ran in tmp_path with data/texts.txt beside runs/model: read from elsewhere, the corpus is found beside
+    a folder above the model (its sha256 decides), as export-onnx's default calibration needs."""
+    from hf_dumpembed.projections.corpus import recorded_fit_corpus
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "texts.txt").write_text("first text\nsecond text\n")
+    folder = tmp_path / "runs" / "model"
+    folder.mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    (folder / "config.json").write_text(json.dumps({"projection_info": {"corpus": read_corpus(
+        "data/texts.txt").provenance()}}))
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "data").mkdir(parents=True)
+    (elsewhere / "data" / "texts.txt").write_text("another text\n")  # same relative path, other content: skipped
+    monkeypatch.chdir(elsewhere)
+    corpus = recorded_fit_corpus(tmp_path / "runs" / "model")
+    assert corpus.texts == ["first text", "second text"] and Path(corpus.path) == tmp_path / "data" / "texts.txt"
+
+
 # Boundary checks: a bad parameter is refused with a message that names it.
 
 
