@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from ..model.folder_schema import TRAINING_SIDE_FILES as TRAINING_SIDE_FILE_RECORDS
+from ..model.folder_schema import TRAINING_SIDE_FILES
 from .secret_bytes import (
     PNG_IMAGE_CHUNKS,
     PNG_SIGNATURE,
@@ -47,8 +47,6 @@ from .secret_bytes import (
 
 logger = logging.getLogger(__name__)
 
-# Side files the trainer writes under training/ (name -> content type); nothing else is published there.
-TRAINING_SIDE_FILES = {name: kind for name, (kind, _) in TRAINING_SIDE_FILE_RECORDS.items()}
 SAFETENSORS_DTYPES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "I16": 2, "U16": 2, "F16": 2,
                       "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8, "C64": 8}
 MAX_HEADER_BYTES = 100 * 2**20  # the safetensors format's own limit
