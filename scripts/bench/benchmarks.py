@@ -31,6 +31,7 @@ import datetime as dt
 import difflib
 import json
 import os
+import re
 import shlex
 import sys
 from collections.abc import Callable, Sequence
@@ -50,7 +51,6 @@ Every figure here was measured on the machine named with it, with the command gi
 by side in one run (models interleaved, rotated order per repeat) and reported as medians over repeats, because
 these machines are noisy."""
 QUICKSTART_ORDER = 5
-_FIELDS = ("section", "order", "title", "date", "machine", "commands", "setup", "tables", "reading")
 
 
 @dataclass
@@ -77,11 +77,14 @@ class BenchRecord:
     setup: str
     tables: list[Table]
     reading: str
+    headline: str = ""  # the area's headline figure, one line, for the summary at the top (optional)
 
     def to_json(self) -> dict[str, Any]:
         payload = asdict(self)
         payload["tables"] = [{k: v for k, v in table.items() if v or k in ("columns", "rows")}
                              for table in payload["tables"]]
+        if not payload["headline"]:
+            del payload["headline"]
         return payload
 
 
@@ -145,6 +148,7 @@ class _RecordSchema(BaseModel):
     setup: StrictStr
     tables: list[_TableSchema]
     reading: StrictStr
+    headline: StrictStr = ""
 
 
 class _QuickstartRow(BaseModel):
@@ -285,8 +289,10 @@ def record_from_json(payload: Any, path: Path | str = "<record>") -> BenchRecord
     if not record.commands or not all(c.strip() for c in record.commands):
         raise _fail(path, "commands", "must be a non-empty list of command lines (strings)")
     tables = [_table(t, path, i) for i, t in enumerate(record.tables)]
+    if "\n" in record.headline or "|" in record.headline:
+        raise _fail(path, "headline", "must be one line without '|' (a cell of the summary table)")
     return BenchRecord(record.section, record.order, record.title, _date(record.date, path, "date"), record.machine,
-                       list(record.commands), record.setup, tables, record.reading)
+                       list(record.commands), record.setup, tables, record.reading, record.headline)
 
 
 def _quickstart_rows(parsed: list[_QuickstartRow], tasks: list[str] | None) -> Table:
@@ -423,10 +429,26 @@ def render_section(record: BenchRecord) -> str:
 
 
 def render(records: list[BenchRecord]) -> str:
-    """The whole BENCHMARKS.md: title, intro, a note that the file is generated, each section in order."""
+    """The whole BENCHMARKS.md: title, intro, a note that the file is generated, the summary (each record's headline,
+    linked to its section), each section in order."""
     header = (f"# Benchmarks\n\n{INTRO}\n\n<!-- Generated from scripts/bench/results/*.json (the bench scripts write "
               f"them); do not edit by hand. Regenerate: {REGENERATE} -->\n")
-    return "\n".join([header, *(render_section(r) for r in records)])
+    return "\n".join([header, *render_summary(records), *(render_section(r) for r in records)])
+
+
+def render_summary(records: list[BenchRecord]) -> list[str]:
+    """The one-screen summary: a row per record with a headline, its title linked to its section (empty when no
+    record has a headline)."""
+    rows = [f"| [{r.title}](#{section_anchor(r.title)}) | {r.headline} |" for r in records if r.headline]
+    if not rows:
+        return []
+    return ["## Summary\n\nThe headline figure of each area; every section below says how it was measured.\n\n"
+            "| area | headline |\n|---|---|\n" + "\n".join(rows) + "\n"]
+
+
+def section_anchor(title: str) -> str:
+    """The ``#anchor`` GitHub gives a markdown heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-")
 
 
 def render_directory(directory: Path | str) -> str:
@@ -619,6 +641,7 @@ def write_record(section: str, *, tables: list[Table], commands: list[str] | Non
         setup=setup if setup is not None else (old.setup if old else ""),
         tables=tables,
         reading=reading if reading is not None else (old.reading if old else ""),
+        headline=old.headline if old else "",
     )
     payload = record.to_json()
     record_from_json(json.loads(json.dumps(payload)), path)  # what we write must load

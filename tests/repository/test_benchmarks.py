@@ -395,3 +395,30 @@ def test_analysis_record_lists_every_dump_token(tmp_path: Path) -> None:
         "columns": table.columns, "rows": table.rows, "formats": table.formats}]))))
     assert "| K=2, mean pooling | 7.00 | 9.00, 9.50 | 3.00 | 4.00 | 9000 | 300, 310 |" in text
     assert "| K=0, cls pooling | 6.00 | – | 2.00 | 4.50 | 10000 | – |" in text
+
+
+def test_the_summary_lists_each_headline_linked_to_its_section(tmp_path: Path) -> None:
+    import re
+
+    (tmp_path / "demo.json").write_text(json.dumps(small_record(headline="3.5x faster at -0.1% nDCG@10")))
+    (tmp_path / "other.json").write_text(json.dumps(small_record(section="other", order=20, title="Other [DUMP] run")))
+    text = render(load_records(tmp_path))
+    summary = text.split("## Summary", 1)[1].split("\n## ", 1)[0]
+    assert "| [Demo throughput](#demo-throughput) | 3.5x faster at -0.1% nDCG@10 |" in summary
+    assert "Other" not in summary  # no headline, no row
+    headings = {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in re.findall(r"^## (.+)$", text, re.M)}
+    assert set(re.findall(r"\]\(#([^)]+)\)", summary)) <= headings
+
+
+@pytest.mark.parametrize("headline", ["two\nlines", "a | b"])
+def test_a_headline_is_one_table_cell(headline: str, tmp_path: Path) -> None:
+    path = tmp_path / "demo.json"
+    path.write_text(json.dumps(small_record(headline=headline)))
+    with pytest.raises(ValueError, match="headline"):
+        load_record(path)
+
+
+def test_write_record_keeps_the_headline(tmp_path: Path) -> None:
+    (tmp_path / "demo.json").write_text(json.dumps(small_record(headline="kept")))
+    write_record("demo", tables=[Table(columns=["a"], rows=[[1]])], directory=tmp_path)
+    assert load_record(tmp_path / "demo.json").headline == "kept"
