@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .._utils.folders import staged_output
 from ..model.backbone import is_decoder_folder
-from ..model.folder_check import require_dumpembed_folder
+from ..model.dumpembed_folder import require_dumpembed_folder
 from ..model.folder_schema import folder_code_may_run
 from .logit_lens import DEFAULT_RATIO, LogitLens, logit_lens
 from .plots import plot_token_statistics

@@ -70,7 +70,7 @@ def run_eval(
     any other folder (a plain sentence-transformers model, a baseline) loads with ``trust_remote_code=False``, so
     sentence-transformers refuses whatever code it names. A run that fails leaves no results folder it created
     without writing a result into it."""
-    from ..model.folder_check import require_readable_weights
+    from ..model.dumpembed_folder import require_readable_weights
     from ..model.folder_schema import folder_code_may_run
 
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:

@@ -391,7 +391,7 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
     without calibration texts; UntrustedRemoteCode for a folder whose code is not hf_dumpembed's own, unless
     ``trust_remote_code``.
     """
-    from ..model.folder_check import require_dumpembed_folder
+    from ..model.dumpembed_folder import require_dumpembed_folder
     from ..model.folder_schema import folder_code_may_run
 
     require_dumpembed_folder(model_dir)

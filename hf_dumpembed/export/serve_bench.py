@@ -256,7 +256,7 @@ def model_folder(export_dir: Path, manifest: dict[str, Any], model_dir: str | Pa
                  trust_remote_code: bool) -> Path | None:
     """The torch model to time and compare against: ``model_dir``, else the export's recorded source when it is
     still there, else None (then the fp32 ONNX graph is the reference). Checked as every command checks a folder."""
-    from ..model.folder_check import require_dumpembed_folder
+    from ..model.dumpembed_folder import require_dumpembed_folder
     from ..model.folder_schema import folder_code_may_run
 
     if model_dir is None:

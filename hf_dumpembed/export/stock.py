@@ -19,9 +19,9 @@ from sentence_transformers.sentence_transformer.modules import Dense, Normalize,
 
 from .._utils.atomic import output_lock
 from .._utils.folders import check_output_dir, staged_output
+from ..model.dumpembed_folder import require_dumpembed_folder
 from ..model.export_record import write_export_record
 from ..model.exportable import ST_POOLING, stock_export_blocker
-from ..model.folder_check import require_dumpembed_folder
 from ..model.folder_schema import folder_code_may_run
 from ..model.st_files import st_settings
 from ..remote import DumpEmbedModel

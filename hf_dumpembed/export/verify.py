@@ -137,7 +137,7 @@ def check_load_paths(
 
     The folder's remote code must be hf_dumpembed's own (UntrustedRemoteCode otherwise) unless
     ``trust_remote_code``; a stock export loads with ``trust_remote_code=False`` (none of its code runs)."""
-    from ..model.folder_check import require_dumpembed_folder
+    from ..model.dumpembed_folder import require_dumpembed_folder
     from ..model.folder_schema import folder_code_may_run
 
     require_dumpembed_folder(model_dir)

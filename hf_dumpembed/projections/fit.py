@@ -19,7 +19,7 @@ from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from .._utils.atomic import output_lock
 from .._utils.folders import check_output_dir
-from ..model.folder_check import require_dumpembed_folder
+from ..model.dumpembed_folder import require_dumpembed_folder
 from ..model.folder_schema import folder_code_may_run
 from ..model.projection_record import ProjectionInfo
 from ..model.prompting import PROMPT_TEMPLATES, PromptMode, prompt_mode, set_prompt_mode  # noqa: F401 - re-exported

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .._utils.hashing import sha256_file
 from ..model.card import check_repo_id
-from .checks import FolderReport, PublishRefused, check_folder
+from .push_checks import FolderReport, PublishRefused, check_folder
 from .staging import stage_for_repo
 from .staging_safety import plot_problems, scan_folder
 

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .checks import FolderKind, card_model_id, folder_kind, list_files, stage_files
+from .push_checks import FolderKind, card_model_id, folder_kind, list_files, stage_files
 
 EVALUATION_HEADING = re.compile(r"^## Evaluation\s*$", re.MULTILINE)
 

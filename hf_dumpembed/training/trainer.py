@@ -30,7 +30,7 @@ from .._utils.public_paths import public_path
 from ..data.assets import resolve_backbone
 from ..model.builder import BuildOptions, build, save_dump_model
 from ..model.card import write_card
-from ..model.folder_check import require_dumpembed_folder
+from ..model.dumpembed_folder import require_dumpembed_folder
 from ..model.folder_schema import folder_code_may_run
 from .config import TrainConfig, config_from_dict, save_config
 from .data import DataReport, load_training_data

@@ -268,8 +268,8 @@ def test_custom_tokenizer_or_module_code_is_foreign(bert_dump_model, tmp_path):
 
 def test_push_refuses_code_that_is_not_ours_and_never_imports_it(bert_dump_model, tmp_path, marker):
     """Fails on main (push --dry-run staged evil.py and said "ok remote code present"): refused, nothing run."""
-    from hf_dumpembed.publishing.checks import PublishRefused
     from hf_dumpembed.publishing.hub import push_folder
+    from hf_dumpembed.publishing.push_checks import PublishRefused
     from tests.support.card_fixtures import add_training_metadata
 
     folder = _add_evil_module(copy_model(bert_dump_model, tmp_path / "model"), marker)

@@ -136,7 +136,7 @@ def _export(tmp: Path, source: Path | None = None) -> str:
 
 
 def _check_folder(folder: Path, tmp: Path) -> object:
-    from hf_dumpembed.publishing.checks import check_folder
+    from hf_dumpembed.publishing.push_checks import check_folder
 
     report, _ = check_folder(folder)
     if not report.ok:
@@ -210,7 +210,7 @@ def test_every_code_route_is_refused_on_every_entry_point(route: str, entry: str
 def test_push_never_calls_an_edited_configuration_file_byte_identical(publishable: Path, tmp_path: Path) -> None:
     """Fails on main: the push report said the remote code was byte-identical (it hashed only modeling_dumpembed.py,
     the one file auto_map then named) for a folder whose configuration file had been edited."""
-    from hf_dumpembed.publishing.checks import check_folder
+    from hf_dumpembed.publishing.push_checks import check_folder
 
     folder = copy_model(publishable, tmp_path / "hostile")
     relative_import(folder, tmp_path / "marker")

@@ -151,7 +151,7 @@ def test_a_refit_never_keeps_the_source_calibration(fitted, tmp_path: Path) -> N
 def test_verify_and_push_check_the_file(fitted, tmp_path: Path) -> None:
     from hf_dumpembed.export.verify import check_load_paths
     from hf_dumpembed.model.folder_schema import folder_deviations
-    from hf_dumpembed.publishing.checks import FolderKind, FolderReport, static_checks
+    from hf_dumpembed.publishing.push_checks import FolderKind, FolderReport, static_checks
 
     folder = fitted["spectemp"]
     report = check_load_paths(folder, TEXTS, include_mteb=False)

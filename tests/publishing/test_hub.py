@@ -17,8 +17,8 @@ from huggingface_hub import constants as hub_constants
 
 from hf_dumpembed.cli import main
 from hf_dumpembed.export.stock import export_stock_st
-from hf_dumpembed.publishing.checks import PublishRefused
 from hf_dumpembed.publishing.hub import push_folder
+from hf_dumpembed.publishing.push_checks import PublishRefused
 from tests.support.card_fixtures import copy_model
 from tests.support.publish_fixtures import GITATTRIBUTES, TOKEN, Repo
 

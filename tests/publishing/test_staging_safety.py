@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from hf_dumpembed.publishing.checks import FolderKind, FolderReport, PublishRefused, stage_files, static_checks
 from hf_dumpembed.publishing.hub import push_folder
+from hf_dumpembed.publishing.push_checks import FolderKind, FolderReport, PublishRefused, stage_files, static_checks
 from hf_dumpembed.publishing.staging_safety import content_problem, safetensors_problem, scan_folder
 from tests.support.card_fixtures import add_training_metadata, copy_model
 

@@ -14,7 +14,7 @@ from safetensors.torch import load_file, save_file
 from hf_dumpembed.export.verify import ParityReport
 from hf_dumpembed.projections.maths.spectrum import eigendecompose
 from hf_dumpembed.projections.maths.statistics import StreamingStats
-from hf_dumpembed.publishing.checks import FolderKind, FolderReport, compare_load_paths
+from hf_dumpembed.publishing.push_checks import FolderKind, FolderReport, compare_load_paths
 from tests.support.card_fixtures import copy_model
 
 

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from hf_dumpembed.export.stock import export_stock_st
-from hf_dumpembed.publishing.checks import FolderKind, FolderReport, PublishRefused, compare_load_paths
 from hf_dumpembed.publishing.hub import push_folder
+from hf_dumpembed.publishing.push_checks import FolderKind, FolderReport, PublishRefused, compare_load_paths
 from tests.support.card_fixtures import copy_model
 
 
@@ -129,7 +129,7 @@ def test_load_paths_that_disagree_are_refused(publishable, hub, tmp_path):  # no
 
 
 def test_push_refuses_a_file_that_names_a_private_path(bert_dump_model, tmp_path):
-    from hf_dumpembed.publishing.checks import FolderKind, FolderReport, static_checks
+    from hf_dumpembed.publishing.push_checks import FolderKind, FolderReport, static_checks
     from tests.support.card_fixtures import add_training_metadata, copy_model
 
     folder = copy_model(bert_dump_model, tmp_path / "model")

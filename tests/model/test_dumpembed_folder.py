@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hf_dumpembed.model.folder_check import DamagedWeightsError, require_dumpembed_folder
+from hf_dumpembed.model.dumpembed_folder import DamagedWeightsError, require_dumpembed_folder
 from tests.support.card_fixtures import copy_model
 
 
