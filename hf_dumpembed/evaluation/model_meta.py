@@ -214,13 +214,13 @@ def load_dumpembed_folder(model_name: str, revision: str | None = None, *, folde
                 raise ValueError(f"{path} no longer is the model its ModelMeta describes: {key} is {current.get(key)!r}"
                                  f" in the folder, {expected!r} in the ModelMeta; build the ModelMeta again "
                                  "(build_model_meta / register_folder).")
-    folder_code_may_run(path, trust_remote_code)
+    runs_code = folder_code_may_run(path, trust_remote_code)  # a DumpEmbed folder: True, or refused
     model_kwargs = dict(kwargs.pop("model_kwargs", None) or {})
     k = requested_dim(embed_dim=embed_dim, truncate_dim=truncate_dim, projection_dim=projection_dim,
                       model_kwargs=model_kwargs.pop("projection_dim", None))
     if k is not None and k != int(config["projection_dim"]):
         model_kwargs["projection_dim"] = k
-    return _folder_encoder()(str(path), revision=None, device=device, trust_remote_code=True,
+    return _folder_encoder()(str(path), revision=None, device=device, trust_remote_code=runs_code,
                              model_kwargs=model_kwargs or None, **kwargs)
 
 
