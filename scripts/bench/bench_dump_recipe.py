@@ -258,7 +258,7 @@ def main() -> None:
                         help="after each run, pack rankings/ and runs.json into this .tar.gz (to copy them back)")
     parser.add_argument("--section", default=None,
                         help="write the table into this BENCHMARKS.md section record (e.g. dump-recipe-quickstart)")
-    parser.add_argument("--order", type=int, default=55, help="with --section: the section's place in BENCHMARKS.md")
+    parser.add_argument("--order", type=float, default=55, help="with --section: the section's place in BENCHMARKS.md")
     parser.add_argument("--title", default=None, help="with --section: its title (default: K = 4 candidates vs K = 0)")
     parser.add_argument("--table-only", action="store_true",
                         help="tabulate (and record) the runs already evaluated under --out; train nothing")
