@@ -207,7 +207,7 @@ def _push_error(argv: list[str]) -> str:
 def test_a_failed_push_removes_the_stage_dir_it_created(publishable, no_token, tmp_path, monkeypatch):
     """Fails on main (a refused `push --stage-dir NEW` left NEW/, with full copies when the load check failed):
     the folders push created are removed, a static refusal and a failed fresh-process load alike."""
-    from hf_dumpembed.publishing import checks
+    from hf_dumpembed.publishing import push_checks
 
     stray = copy_model(publishable, tmp_path / "stray")
     (stray / "notes.txt").write_text("todo")
@@ -218,7 +218,7 @@ def test_a_failed_push_removes_the_stage_dir_it_created(publishable, no_token, t
     def failing_load(loads):
         raise RuntimeError("the fresh process could not load the copy")
 
-    monkeypatch.setattr(checks, "fresh_process_load", failing_load)
+    monkeypatch.setattr(push_checks, "fresh_process_load", failing_load)
     stage = tmp_path / "stage"
     message = _push_error([str(publishable), "acme/tiny-dump", "--dry-run", "--stage-dir", str(stage)])
     assert "fresh-process load (trust_remote_code=True) failed: the fresh process could not load" in message
@@ -228,12 +228,12 @@ def test_a_failed_push_removes_the_stage_dir_it_created(publishable, no_token, t
 
 def test_a_failed_push_leaves_an_existing_stage_dir_as_it_was(publishable, no_token, tmp_path, monkeypatch):
     """An empty --stage-dir the user made is kept, and emptied again when the push fails after staging into it."""
-    from hf_dumpembed.publishing import checks
+    from hf_dumpembed.publishing import push_checks
 
     def failing_load(loads):
         raise RuntimeError("the fresh process could not load the copy")
 
-    monkeypatch.setattr(checks, "fresh_process_load", failing_load)
+    monkeypatch.setattr(push_checks, "fresh_process_load", failing_load)
     stage = tmp_path / "mine"
     stage.mkdir()
     _push_error([str(publishable), "acme/tiny-dump", "--dry-run", "--stage-dir", str(stage)])
