@@ -17,7 +17,7 @@ from transformers import AutoModel, PreTrainedModel
 from transformers import initialization as init
 from transformers.utils import ModelOutput, logging
 
-from .configuration_dumpembed import DumpEmbedConfig, release_numbers
+from .configuration_dumpembed import DumpEmbedConfig
 from .prefix_cache_dumpembed import PrefixCacheMixin, first_token_index
 
 logger = logging.get_logger(__name__)
@@ -373,24 +373,13 @@ def prompt_lengths(input_ids: torch.Tensor, attention_mask: torch.Tensor,
     return lengths
 
 
-# sentence-transformers releases whose ``SentenceTransformer._inference`` holds the ``truncate_dim`` local that
-# `sentence_transformers_truncate_dim` reads: 6.2 up to 7 (the range hf_dumpembed depends on; its tests run the
-# installed release). sentence-transformers passes the model no argument for it and the module has no link back to
-# the SentenceTransformer, so no supported hook exists; another release is read the same way, and the model warns
-# once when the value is not found there.
-TRUNCATE_DIM_TESTED = ((6, 2), (7,))
-_TRUNCATE_DIM_WARNED: set[str] = set()
-
-
 def sentence_transformers_truncate_dim(max_depth: int = 24) -> int | None:
     """The ``truncate_dim`` sentence-transformers will apply to the output of the forward now running, or None.
 
-    sentence-transformers (6.x) slices ``sentence_embedding[..., :truncate_dim]`` after the model has run and gives
-    the model no argument for it: ``SentenceTransformer._inference`` holds the value (the ``encode`` argument, else
-    the constructor's / ``model.truncate_dim``) as a local. Reading that local lets the model return the map
-    fitted for that dimension, unit norm, which is what ``projection_dim`` gives, instead of the first coordinates
-    of the map fitted for another one. Anywhere else (no such caller, tracing, export) this is None; an inference
-    call from a sentence-transformers release outside `TRUNCATE_DIM_TESTED` whose frame is not found warns once.
+    A stack read because sentence-transformers (6.2, 6.3) keeps ``truncate_dim`` as a parameter of
+    ``SentenceTransformer._inference`` and never passes it to the model; reading it there lets the model return the
+    map fitted for that dimension (what ``projection_dim`` gives) instead of the first coordinates of another one.
+    An inference call from sentence-transformers whose ``_inference`` frame holds no such value warns once.
     """
     if torch.compiler.is_compiling() or torch.jit.is_tracing() or torch.onnx.is_in_onnx_export():
         return None
@@ -399,33 +388,18 @@ def sentence_transformers_truncate_dim(max_depth: int = 24) -> int | None:
         frame = frame.f_back if frame is not None else None
         if frame is None:
             break
-        called_by_library = called_by_library or str(frame.f_globals.get("__name__")).startswith(
-            "sentence_transformers.")
-        if frame.f_code.co_name == "_inference" and type(frame.f_locals.get("self")).__module__.startswith(
-                "sentence_transformers."):
-            if "truncate_dim" not in frame.f_locals:
-                break  # a release that keeps the value elsewhere
+        in_library = str(frame.f_globals.get("__name__")).startswith("sentence_transformers.")
+        if in_library and frame.f_code.co_name == "_inference" and "truncate_dim" in frame.f_locals:
             value = frame.f_locals["truncate_dim"]
             return value if type(value) is int else None
+        called_by_library = called_by_library or in_library
     if called_by_library and torch.is_inference_mode_enabled():
-        warn_untested_sentence_transformers()
+        version = getattr(sys.modules.get("sentence_transformers"), "__version__", "unknown")
+        logger.warning_once(
+            f"sentence-transformers {version} runs this DumpEmbed model without the `_inference` frame whose "
+            "truncate_dim it reads: a truncate_dim, if set, keeps the first coordinates of the loaded map instead of "
+            "the map fitted for that dimension. Load the model with model_kwargs={'projection_dim': k} instead.")
     return None
-
-
-def warn_untested_sentence_transformers() -> None:
-    """Warn, once per version, that an untested sentence-transformers release's ``truncate_dim`` is not seen."""
-    library = sys.modules.get("sentence_transformers")
-    version = str(getattr(library, "__version__", "unknown"))
-    low, high = TRUNCATE_DIM_TESTED
-    if low <= release_numbers(version) < high or version in _TRUNCATE_DIM_WARNED:
-        return
-    _TRUNCATE_DIM_WARNED.add(version)
-    logger.warning(
-        "sentence-transformers %s is outside the releases this DumpEmbed model's truncate_dim support was tested "
-        "with (%s up to %s): the model cannot see encode's truncate_dim there, so a truncate_dim, if set, keeps the "
-        "first coordinates of the loaded map instead of the map fitted for that dimension. Load the model with "
-        "model_kwargs={'projection_dim': k} to choose the dimension, or use sentence-transformers %s.",
-        version, ".".join(map(str, low)), ".".join(map(str, high)), f">={'.'.join(map(str, low))},<{high[0]}")
 
 
 class DumpEmbedPreTrainedModel(PreTrainedModel):

@@ -115,48 +115,44 @@ _Owner.__module__ = "sentence_transformers.fake_release"
 
 
 @pytest.fixture
-def untested_release(monkeypatch):
-    """sentence-transformers reports 7.1.0 (outside TRUNCATE_DIM_TESTED); the once-per-version record is fresh."""
+def other_release(monkeypatch):
+    """sentence-transformers reports 7.1.0; the once-per-message record of transformers' logger is fresh."""
     import sentence_transformers
 
     from hf_dumpembed.remote import modeling_dumpembed
 
     monkeypatch.setattr(sentence_transformers, "__version__", "7.1.0")
-    monkeypatch.setattr(modeling_dumpembed, "_TRUNCATE_DIM_WARNED", set())
-    return modeling_dumpembed
+    logging.Logger.warning_once.cache_clear()
+    yield modeling_dumpembed
+    logging.Logger.warning_once.cache_clear()
 
 
 def _warnings(caplog) -> list[str]:
-    return [r.getMessage() for r in caplog.records if "truncate_dim support was tested" in r.getMessage()]
+    return [r.getMessage() for r in caplog.records if "whose truncate_dim it reads" in r.getMessage()]
 
 
-def test_an_untested_release_whose_frame_is_not_found_warns_once_naming_it(untested_release, caplog) -> None:
+def test_a_release_whose_frame_is_not_found_warns_once_naming_it(other_release, caplog) -> None:
     """sentence-transformers passes the model no truncate_dim (no supported hook): the value is read from
-    ``SentenceTransformer._inference``'s locals, for the releases of TRUNCATE_DIM_TESTED. On another release whose
-    frame holds no such local, the model says so once, naming the version, and keeps the loaded map."""
-    read = untested_release.sentence_transformers_truncate_dim
+    ``SentenceTransformer._inference``'s locals. On a release whose frames hold no such local, the model says so
+    once, naming the version, and keeps the loaded map."""
+    read = other_release.sentence_transformers_truncate_dim
     with caplog.at_level(logging.WARNING), torch.inference_mode():
         assert _library_call(read) is None
         assert _library_call(read) is None
         (said,) = _warnings(caplog)
-        untested_release._TRUNCATE_DIM_WARNED.clear()
+        logging.Logger.warning_once.cache_clear()
         assert _library_call(read, "_inference", _Owner()) is None  # an _inference frame without the local
     assert _warnings(caplog) == [said, said]
-    assert "sentence-transformers 7.1.0 is outside" in said and "6.2 up to 7" in said and "projection_dim" in said
+    assert "sentence-transformers 7.1.0 runs" in said and "projection_dim" in said
 
 
-def test_no_warning_where_the_value_is_found_tested_or_not_an_encode(untested_release, fitted, caplog) -> None:
-    """The real encode on the "untested" release still finds its truncate_dim (no warning); a forward that is not
-    sentence-transformers inference (no inference mode: training) and any call on a tested release say nothing."""
-    import sentence_transformers
-
+def test_no_warning_where_the_value_is_found_or_not_an_encode(other_release, fitted, caplog) -> None:
+    """The real encode finds its truncate_dim (no warning, whatever version the library reports); a forward that is
+    not sentence-transformers inference (no inference mode: training) says nothing."""
     folder = fitted["auto"]
     with caplog.at_level(logging.WARNING):
         got = SentenceTransformer(str(folder), trust_remote_code=True).encode(TEXTS, truncate_dim=8)
         np.testing.assert_allclose(got, at_dim(folder, 8), atol=1e-6, rtol=0)
         with torch.no_grad():
-            assert _library_call(untested_release.sentence_transformers_truncate_dim) is None
-        sentence_transformers.__version__ = "6.3.0"
-        with torch.inference_mode():
-            assert _library_call(untested_release.sentence_transformers_truncate_dim) is None
+            assert _library_call(other_release.sentence_transformers_truncate_dim) is None
     assert _warnings(caplog) == []
