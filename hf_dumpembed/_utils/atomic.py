@@ -1,12 +1,8 @@
 """Atomic, exclusive output folders: one writer per output, a whole old or a whole new folder at every instant.
 
-A writer takes ``.<name>.lock`` next to the output (filelock's native lock, ``flock`` on Unix and ``LockFileEx`` on
-Windows: released by the system when the process dies, so a killed run never blocks the next one; where a platform
-has neither, the file's exclusive creation, broken when the pid it records is gone), writes into
-``.<name>.staging-*`` and then swaps it in: one ``renameat2(RENAME_EXCHANGE)`` where Linux and the filesystem
-support it, else rename the old folder aside (``.<name>.replaced-*``), rename the new one in, delete the old one.
-The next writer of the same output first recovers what a killed run left: an old folder set aside with no new one
-in place is renamed back, stale staging and set-aside folders are deleted.
+A writer holds ``.<name>.lock`` next to the output (a `filelock.FileLock`, taken without waiting), writes into
+``.<name>.staging-*`` (`tempfile` in the parent) and swaps it in (`swap_into_place`); the next writer of the same
+output first recovers what a killed run left (`recover`).
 """
 
 from __future__ import annotations
@@ -16,7 +12,6 @@ import ctypes.util
 import errno
 import json
 import os
-import platform
 import re
 import shutil
 import sys
@@ -26,16 +21,15 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from filelock import has_fcntl, lock_descriptor
+from filelock import BaseFileLock, FileLock, Timeout, UnixFileLock, has_fcntl
 
 STAGING = ".staging-"
 ASIDE = ".replaced-"
 LOCK = ".lock"
-_BINARY = getattr(os, "O_BINARY", 0)  # Windows: no newline translation in the lock file
-# The holder's record starts after byte 0, which Windows' lock (LockFileEx on that byte) keeps unreadable to others.
-RECORD_OFFSET = 1
-# filelock's native lock exists: LockFileEx on Windows, flock where Python has fcntl (else the exclusive creation).
+# A native lock (flock, LockFileEx) lets the holder write who it is into the lock file, after byte 0 (which
+# LockFileEx keeps unreadable to others); filelock's SoftFileLock (no native lock) records the pid itself.
 NATIVE_LOCK = sys.platform == "win32" or has_fcntl
+RECORD_OFFSET = 1
 
 
 class OutputBusy(FileExistsError):
@@ -112,11 +106,32 @@ def _fault_point(name: str) -> None:
     """Called at each step of a swap; tests replace it to kill the process there (fault injection)."""
 
 
-def lock_path(out_dir: Path) -> Path:
-    return out_dir.parent / f".{out_dir.name}{LOCK}"
+def _write_record(fd: int) -> None:
+    """Write who holds the lock (pid, command, start) into its file, for the message a second run gets."""
+    record = {"pid": os.getpid(), "command": " ".join(sys.argv)[:300],
+              "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    os.ftruncate(fd, 0)
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.write(fd, b"\n" + json.dumps(record).encode())
 
 
-_HELD: dict[Path, int] = {}  # locks this process holds (re-entrant: a command locks early, its writer again)
+def _file_lock(path: Path) -> BaseFileLock:
+    """The process's one lock object for ``path``, taken without waiting and re-entrant (a command locks its output
+    early, its writer again)."""
+    return FileLock(path, blocking=False, is_singleton=True, thread_local=False,
+                    on_acquired=_write_record if NATIVE_LOCK else None)
+
+
+def _holder(lock: BaseFileLock) -> str:
+    """Who holds ``lock``: its record, else the pid filelock's marker names, else "another process"."""
+    try:
+        with open(lock.lock_file, "rb") as file:
+            file.seek(RECORD_OFFSET)
+            who = json.loads(file.read(4096))
+        return f"pid {who['pid']}, `{who['command']}`, started {who['started']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        pid = None if NATIVE_LOCK else getattr(lock, "pid", None)
+        return f"pid {pid}" if pid else "another process"
 
 
 @contextmanager
@@ -138,32 +153,25 @@ def output_lock(out_dir: str | Path) -> Iterator[Path]:
 
 @contextmanager
 def _locked(out_dir: Path) -> Iterator[Path]:
-    path = lock_path(out_dir)
-    if path in _HELD:
-        _HELD[path] += 1
-        try:
-            yield path
-        finally:
-            _HELD[path] -= 1
-        return
-    created = [p for p in [out_dir.parent, *out_dir.parent.parents] if not p.exists()]
+    path = out_dir.parent / f".{out_dir.name}{LOCK}"
+    lock = _file_lock(path)
+    created = [] if lock.is_locked else [p for p in [out_dir.parent, *out_dir.parent.parents] if not p.exists()]
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     try:
-        fd = _acquire(path, out_dir)
+        lock.acquire()
+    except Timeout:
+        _remove_empty(created)
+        raise OutputBusy(f"{out_dir} is being written by another run ({_holder(lock)}); wait for it to finish or "
+                         "choose another output folder.") from None
     except BaseException:
         _remove_empty(created)
         raise
-    _HELD[path] = 1
     try:
-        record = {"pid": os.getpid(), "host": platform.node(), "command": " ".join(sys.argv)[:300],
-                  "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        os.ftruncate(fd, 0)
-        os.lseek(fd, 0, os.SEEK_SET)
-        os.write(fd, b"\n" + json.dumps(record).encode())
         yield path
     finally:
-        del _HELD[path]
-        _release(fd, path)
+        if lock.lock_counter == 1 and isinstance(lock, UnixFileLock):
+            path.unlink(missing_ok=True)  # while held: a run that opened it meanwhile finds it unlinked, not taken
+        lock.release()
         _remove_empty(created)
 
 
@@ -175,95 +183,6 @@ def _remove_empty(folders: list[Path]) -> None:
             break
 
 
-def _native_lock(fd: int) -> bool:
-    """Lock ``fd`` exclusively without waiting, with filelock's primitive (``flock`` on Unix, ``LockFileEx`` on
-    Windows): True when taken, False when another process holds it."""
-    return lock_descriptor(fd, blocking=False)
-
-
-def _holder(fd: int) -> dict | None:
-    """The record the lock's holder wrote (pid, host, command, start), None when unreadable or not written yet."""
-    try:
-        os.lseek(fd, RECORD_OFFSET, os.SEEK_SET)
-        who = json.loads(os.read(fd, 4096).decode("utf-8", "replace").strip())
-    except (OSError, ValueError):
-        return None
-    return who if isinstance(who, dict) else None
-
-
-def _busy(out_dir: Path, who: dict | None) -> OutputBusy:
-    try:
-        named = f"pid {who['pid']}, `{who['command']}`, started {who['started']}"
-    except (KeyError, TypeError):
-        named = "another process"
-    return OutputBusy(f"{out_dir} is being written by another run ({named}); wait for it to finish or choose another "
-                      "output folder.")
-
-
-def _acquire(path: Path, out_dir: Path) -> int:
-    if not NATIVE_LOCK:
-        return _acquire_by_creation(path, out_dir)
-    while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | _BINARY, 0o644)
-        if not _native_lock(fd):
-            who = _holder(fd)
-            os.close(fd)
-            raise _busy(out_dir, who) from None
-        try:
-            same = os.fstat(fd).st_ino == os.stat(path).st_ino
-        except FileNotFoundError:
-            same = False
-        if same:  # not a lock file that its holder unlinked while we waited to open it
-            return fd
-        os.close(fd)
-
-
-def _acquire_by_creation(path: Path, out_dir: Path) -> int:
-    """The lock where the platform has no native one: the lock file's exclusive creation. A file whose holder is
-    gone (its recorded pid no longer runs on this host: a killed run) is removed and the creation tried again."""
-    while True:
-        try:
-            return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | _BINARY, 0o644)
-        except FileExistsError:
-            fd = os.open(path, os.O_RDONLY | _BINARY)
-            try:
-                who = _holder(fd)
-            finally:
-                os.close(fd)
-            if not _holder_is_gone(who):
-                raise _busy(out_dir, who) from None
-            try:
-                os.unlink(path)
-            except FileNotFoundError:
-                pass
-
-
-def _holder_is_gone(who: dict | None) -> bool:
-    """Whether the recorded holder is a process of this host that no longer runs (POSIX; elsewhere never)."""
-    if os.name != "posix" or not isinstance(who, dict) or who.get("host") != platform.node():
-        return False
-    try:
-        os.kill(int(who["pid"]), 0)
-    except ProcessLookupError:
-        return True
-    except (OSError, KeyError, TypeError, ValueError):
-        return False
-    return False
-
-
-def _release(fd: int, path: Path) -> None:
-    """Remove the lock file and release the lock (POSIX: unlinked first, so a waiter that opened it sees another
-    inode and retries; Windows cannot remove an open file, so it is closed first)."""
-    if os.name == "nt":
-        os.close(fd)
-    try:
-        os.unlink(path)
-    except (FileNotFoundError, PermissionError):
-        pass  # Windows: another run opened it meanwhile, and takes it
-    if os.name != "nt":
-        os.close(fd)  # releases the lock
-
-
 def recover(out_dir: Path) -> list[str]:
     """Under the lock: restore an old folder a killed swap set aside, delete stale staging / set-aside folders.
     Returns what was done (for the log)."""
@@ -271,7 +190,7 @@ def recover(out_dir: Path) -> list[str]:
     parent = out_dir.parent
     asides = sorted(parent.glob(f".{out_dir.name}{ASIDE}*"), key=lambda p: p.stat().st_mtime, reverse=True)
     if asides and not out_dir.exists():
-        asides[0].rename(out_dir)  # killed between "old aside" and "new in": the old folder is whole
+        os.replace(asides[0], out_dir)  # killed between "old aside" and "new in": the old folder is whole
         done.append(f"restored {out_dir} from {asides[0].name}")
         asides = asides[1:]
     for stale in [*asides, *parent.glob(f".{out_dir.name}{STAGING}*")]:
@@ -280,23 +199,18 @@ def recover(out_dir: Path) -> list[str]:
     return done
 
 
-_RENAME_EXCHANGE = 2
-_AT_FDCWD = -100
-
-
 def _exchange(a: Path, b: Path) -> bool:
-    """Atomically swap two paths with renameat2(RENAME_EXCHANGE); False where unsupported."""
+    """Swap two folders in one atomic step with Linux's renameat2(RENAME_EXCHANGE) (``os.replace`` cannot replace a
+    non-empty folder); False where the kernel, libc or file system lacks it."""
     if not sys.platform.startswith("linux"):
         return False
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        renameat2 = libc.renameat2
+        renameat2 = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).renameat2
     except (OSError, AttributeError):
         return False
     renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
-        return True
-    return False  # EINVAL / ENOSYS (filesystem or kernel without it): fall back to rename aside
+    at_cwd, rename_exchange = -100, 2  # AT_FDCWD, RENAME_EXCHANGE
+    return renameat2(at_cwd, os.fsencode(a), at_cwd, os.fsencode(b), rename_exchange) == 0
 
 
 def swap_into_place(staging: Path, out_dir: Path) -> None:
@@ -309,15 +223,15 @@ def swap_into_place(staging: Path, out_dir: Path) -> None:
             return
         aside = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}{ASIDE}", dir=out_dir.parent))
         aside.rmdir()
-        out_dir.rename(aside)
+        os.replace(out_dir, aside)
         _fault_point("after-aside")
-        staging.rename(out_dir)
+        os.replace(staging, out_dir)
         _fault_point("after-rename")
         shutil.rmtree(aside)
         return
     if out_dir.exists():
         out_dir.rmdir()  # an empty folder (or refused above by the caller's checks)
-    staging.rename(out_dir)
+    os.replace(staging, out_dir)
     _fault_point("after-rename")
 
 
