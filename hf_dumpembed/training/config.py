@@ -181,7 +181,7 @@ def _build(cls: type, raw: Any, where: str) -> Any:
     try:
         return TypeAdapter(cls).validate_python(raw)
     except _PydanticError as error:
-        raise ConfigError(complaint(error, cls, where=where, raw=raw)) from None
+        raise ConfigError(complaint(error, cls, where=where)) from None
 
 
 def _resolve(path: str | None) -> str | None:

@@ -131,7 +131,7 @@ def test_the_tour_training_config_takes_the_path_build_returns(tmp_path):
     config = config_from_dict(raw)
     assert (config.model.init_from, config.data[0].path) == (str(tmp_path / "built"), str(tmp_path / "train"))
     assert isinstance(raw["model"]["init_from"], Path), "the caller's mapping was modified"
-    with pytest.raises(ConfigError, match="model.init_from must be a non-empty string; got 3"):
+    with pytest.raises(ConfigError, match="model.init_from: Input should be a valid string; got 3"):
         config_from_dict({**raw, "model": {"init_from": 3}})
 
 
