@@ -98,12 +98,15 @@ def safetensors_message(error: BaseException) -> str:
 def error_message(error: BaseException) -> str | None:
     """The one-line message for an error the command reports without a traceback; None for anything else (a bug,
     shown with its traceback)."""
+    from huggingface_hub.errors import StrictDataclassError
     from safetensors import SafetensorError
 
     from ._utils.atomic import OutputWriteError, disk_errno, disk_error_message, failed_path
 
     if isinstance(error, SafetensorError):  # safetensors' Rust error type: not an OSError / ValueError
         return safetensors_message(error)
+    if isinstance(error, StrictDataclassError):  # a config field refused by its annotation or a validate_* check
+        return str(error.__cause__ or error)
     if not isinstance(error, USER_ERRORS):
         return None
     code = disk_errno(error)

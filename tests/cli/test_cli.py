@@ -235,3 +235,20 @@ def test_a_disk_error_outside_a_staged_output_is_one_line_naming_the_file():
         assert error_message(error) == ("could not write /data/cache/vectors.safetensors: no space is left on the "
                                         "device; free space on it, or choose an output on another disk.")
     assert error_message(RuntimeError("a bug")) is None  # shown with its traceback
+
+
+def test_a_refused_config_field_is_one_line_saying_what_was_wrong():
+    from transformers import BertConfig
+
+    from hf_dumpembed.cli import error_message
+    from hf_dumpembed.remote import DumpEmbedConfig
+
+    for fields, message in (({"projection_dim": 64}, "projection_dim must be between 1 and the pooled embedding size "
+                                                     "32; got 64."),
+                            ({"normalize": 1}, "Field 'normalize' expected bool, got int (value: 1)")):
+        try:
+            DumpEmbedConfig(text_config=BertConfig(hidden_size=32, num_attention_heads=4), **fields)
+        except Exception as error:  # noqa: BLE001 (the error class is what is tested)
+            assert error_message(error) == message
+        else:
+            raise AssertionError(f"{fields} was accepted")

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from huggingface_hub.errors import StrictDataclassError
 from transformers import AutoModel, AutoTokenizer
 
 from hf_dumpembed.export.verify import MTEB_METADATA_TASK
@@ -231,9 +232,9 @@ def test_the_switch_turns_it_off(folders) -> None:
     with torch.inference_mode():
         model(**batch)
     assert seen == [tuple(batch["input_ids"].shape)] and not model._prefix_cache
-    with pytest.raises(ValueError, match="prefix_cache must be bool"):
+    with pytest.raises(StrictDataclassError, match="'prefix_cache' expected bool"):
         DumpEmbedConfig(prefix_cache="yes")
-    with pytest.raises(ValueError, match="prefix_cache must be bool"):
+    with pytest.raises(StrictDataclassError, match="'prefix_cache' expected bool"):
         load(folders("llama-k4"), prefix_cache=1)
 
 
