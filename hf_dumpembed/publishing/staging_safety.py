@@ -2,8 +2,8 @@
 
 The folder is walked without following links. A symbolic link, a hard link shared with a file outside the folder,
 a FIFO, socket or device is refused: an upload must never carry a file from elsewhere on the machine. Every file
-is then checked by content, not by name: ``*.safetensors`` by its header (the 8-byte little-endian length, the
-JSON header, dtypes, shapes and offsets that cover the data exactly), JSON and YAML by parsing, PNG by its
+is then checked by content, not by name: ``*.safetensors`` by safetensors' own reader (header length, JSON header,
+dtypes, shapes and offsets that cover the data exactly) and two rules of its own, JSON and YAML by parsing, PNG by its
 signature and chunks (lengths, CRCs, IHDR first, IDAT, IEND), text files as UTF-8, and nothing may look like a
 pickle or a zip archive. ``training/`` holds only the side files the trainer writes (by name and content type).
 Every file (and each safetensors header's metadata) is scanned for credentials by detect-secrets (its credential
@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from safetensors import SafetensorError, safe_open
+
 from ..model.folder_schema import TRAINING_SIDE_FILES
 from .secret_bytes import (
     PNG_IMAGE_CHUNKS,
@@ -49,7 +51,6 @@ logger = logging.getLogger(__name__)
 
 SAFETENSORS_DTYPES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "I16": 2, "U16": 2, "F16": 2,
                       "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8, "C64": 8}
-MAX_HEADER_BYTES = 100 * 2**20  # the safetensors format's own limit
 MAX_TEXT_SCAN_BYTES = 512 * 2**20
 # detect-secrets' credential detectors, by class name (its high-entropy and public-IP detectors are left out: a
 # model folder is full of sha256 hashes, vocabularies and numbers), plus this package's two (secret_plugins.py).
@@ -142,49 +143,35 @@ def open_inside(root: Path, rel: str) -> int:
         os.close(fd)
 
 
+def _by_descriptor(fd: int) -> str:
+    """A path that opens the file ``fd`` has open (its inode, whatever its name points to now)."""
+    proc = f"/proc/self/fd/{fd}"
+    return proc if os.path.exists(proc) else f"/dev/fd/{fd}"
+
+
 def safetensors_problem(handle, size: int) -> str | None:
     """Why the open binary ``handle`` (of ``size`` bytes) is not a safetensors file, or None when it is one.
 
-    Parsed here rather than by ``safetensors.safe_open``, which opens a path again (not this ``O_NOFOLLOW``
-    descriptor) and accepts what is refused here: tensor entries with extra keys (header text the secret scan of
-    ``__metadata__`` would not see) and dtypes outside `SAFETENSORS_DTYPES` (F4, F6_*, F8_E8M0, ...).
+    safetensors' own reader (``safe_open`` over this very descriptor: mapped, no tensor read) checks the header
+    length (at most 100 MB), the JSON header, dtypes, shapes and offsets that cover the data exactly; this adds the
+    two rules it lets through: a tensor entry holds only dtype, shape and data_offsets (other header text would
+    escape the scan of ``__metadata__``), and its dtype is one of `SAFETENSORS_DTYPES`.
     """
     if size < 8:
         return "shorter than the 8-byte safetensors header length"
-    (length,) = struct.unpack("<Q", handle.read(8))
-    if length < 2 or length > MAX_HEADER_BYTES or 8 + length > size:
-        return f"its header length {length} does not fit the file ({size} bytes): not a safetensors file"
     try:
-        header = json.loads(handle.read(length).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return "its header is not UTF-8 JSON: not a safetensors file"
-    if not isinstance(header, dict):
-        return "its header is not a JSON object: not a safetensors file"
-    metadata = header.pop("__metadata__", {})
-    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
-        return "its __metadata__ is not a string map"
-    data_size, end = size - 8 - length, 0
+        with safe_open(_by_descriptor(handle.fileno()), "np"):
+            pass
+    except SafetensorError as error:
+        reason = str(error).removeprefix("Error while deserializing header: ")
+        return f"safetensors cannot read it ({reason}): not a safetensors file"
+    _, header = _safetensors_header(handle)
+    header.pop("__metadata__", None)
     for name, entry in header.items():
-        if not isinstance(entry, dict) or set(entry) != {"dtype", "shape", "data_offsets"}:
-            return f"tensor {name!r} has no dtype/shape/data_offsets entry"
-        dtype, shape, offsets = entry["dtype"], entry["shape"], entry["data_offsets"]
-        if dtype not in SAFETENSORS_DTYPES:
-            return f"tensor {name!r} has an unknown dtype {dtype!r}"
-        if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
-                                                  for d in shape):
-            return f"tensor {name!r} has a malformed shape {shape!r}"
-        if (not isinstance(offsets, list) or len(offsets) != 2
-                or not all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)
-                or not 0 <= offsets[0] <= offsets[1] <= data_size):
-            return f"tensor {name!r} has data offsets {offsets!r} outside the {data_size}-byte data section"
-        count = 1
-        for dim in shape:
-            count *= dim
-        if offsets[1] - offsets[0] != count * SAFETENSORS_DTYPES[dtype]:
-            return f"tensor {name!r}: {offsets[1] - offsets[0]} bytes for shape {shape} of {dtype}"
-        end = max(end, offsets[1])
-    if end != data_size:
-        return f"its tensors cover {end} of the {data_size} data bytes (truncated or padded with other data)"
+        if extra := sorted(set(entry) - {"dtype", "shape", "data_offsets"}):
+            return f"tensor {name!r} has keys besides dtype/shape/data_offsets: {extra}"
+        if entry["dtype"] not in SAFETENSORS_DTYPES:
+            return f"tensor {name!r} has an unknown dtype {entry['dtype']!r}"
     return None
 
 
@@ -333,7 +320,8 @@ def check_file(folder: Path, rel: str, identity: Identity, private: tuple[str, .
 
 
 def _safetensors_header(handle: BinaryIO) -> tuple[int, dict]:
-    """(offset of the tensor data, header) of the safetensors file ``handle`` (checked by `safetensors_problem`)."""
+    """(offset of the tensor data, header) of the safetensors file ``handle``, once safetensors has read it (a JSON
+    object of at most 100 MB)."""
     handle.seek(0)
     (length,) = struct.unpack("<Q", handle.read(8))
     return 8 + length, json.loads(handle.read(length).decode("utf-8"))
