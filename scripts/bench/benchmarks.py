@@ -41,7 +41,9 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr, ValidationError
 
-from hf_dumpembed.evaluation.reporting import describe_machine, machine_info, relative_change, render_markdown, say
+from hf_dumpembed._utils.console import say
+from hf_dumpembed._utils.machine import describe_machine, machine_info
+from hf_dumpembed._utils.tables import relative_change, render_markdown
 
 RESULTS_DIR = Path("scripts/bench/results")
 BENCHMARKS_MD = Path("BENCHMARKS.md")

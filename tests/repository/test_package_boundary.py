@@ -1,5 +1,7 @@
 """The installed package and the repository's scripts stay apart: nothing under hf_dumpembed/ reads scripts/ (the
-package works where only it is installed), and the scripts under scripts/ use only the package's public names.
+package works where only it is installed), and the scripts under scripts/ use only the package's public names and
+its shared helpers (``hf_dumpembed._utils``: the one machine description, markdown table and console line that the
+package's own reports use), never another private module or a ``_``-prefixed name.
 
 Run alone: ``python -m pytest tests/repository/test_package_boundary.py`` (reads source files with ``ast``).
 """
@@ -19,7 +21,8 @@ SCRIPTS = ROOT / "scripts"
 LOADERS = {"spec_from_file_location", "module_from_spec", "exec_module", "SourceFileLoader", "runpy", "run_path"}
 # A string that is a path into scripts/ (as code builds one), not prose telling a user which script to run.
 SCRIPTS_PATH = re.compile(r"[./]*scripts(?:/[\w.*/-]*)?")
-PRIVATE_NAME = re.compile(r"hf_dumpembed(?:\.\w+)*\._\w*")
+PRIVATE_NAME = re.compile(r"hf_dumpembed(?:\.\w+)*\._(?!utils\b)\w*")
+SHARED_HELPERS = "_utils"  # the package's shared helpers, which scripts may use
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -62,9 +65,11 @@ def reads_scripts(source: str, name: str) -> list[str]:
 
 
 def _private(module: str) -> bool:
-    """True when a dotted hf_dumpembed name has a ``_``-prefixed part (dunders such as ``__version__`` aside)."""
+    """True when a dotted hf_dumpembed name has a ``_``-prefixed part (dunders such as ``__version__`` and the shared
+    helpers ``_utils`` aside)."""
     parts = module.split(".")
-    return parts[0] == "hf_dumpembed" and any(p.startswith("_") and not p.endswith("__") for p in parts[1:])
+    return parts[0] == "hf_dumpembed" and any(p.startswith("_") and not p.endswith("__") and p != SHARED_HELPERS
+                                              for p in parts[1:])
 
 
 def private_uses(source: str, name: str) -> list[str]:
@@ -94,8 +99,8 @@ def test_the_package_never_reads_the_scripts_folder() -> None:
 
 def test_scripts_use_only_the_public_names_of_the_package() -> None:
     found = [hit for name, source in _sources(SCRIPTS) for hit in private_uses(source, name)]
-    assert not found, ("scripts use private names of hf_dumpembed (use a public module, e.g. "
-                       "hf_dumpembed.evaluation.reporting, or scripts/bench/benchmarks.py):\n" + "\n".join(found))
+    assert not found, ("scripts use private names of hf_dumpembed (use a public module, a helper of "
+                       "hf_dumpembed._utils, or scripts/bench/benchmarks.py):\n" + "\n".join(found))
 
 
 OLD_REPORT = '''
@@ -124,26 +129,17 @@ def test_the_package_check_catches_a_load_by_path_and_a_built_path() -> None:
 
 
 @pytest.mark.parametrize(("line", "caught"), [
-    ("from hf_dumpembed._utils.machine import machine_info", True),
-    ("import hf_dumpembed._utils.console", True),
+    ("from hf_dumpembed._utils.machine import _gpu_name", True),
+    ("import hf_dumpembed.model._internal", True),
     ("from hf_dumpembed.model.builder import _check", True),
-    ("from hf_dumpembed import _utils", True),
-    ("module = importlib.import_module('hf_dumpembed._utils.tables')", True),
-    ("from hf_dumpembed.evaluation.reporting import machine_info, say", False),
+    ("module = importlib.import_module('hf_dumpembed._utils.tables._width')", True),
+    ("module = importlib.import_module('hf_dumpembed.model._internal')", True),
+    ("from hf_dumpembed._utils.machine import machine_info", False),
+    ("import hf_dumpembed._utils.console", False),
+    ("from hf_dumpembed import _utils", False),
+    ("module = importlib.import_module('hf_dumpembed._utils.tables')", False),
     ("from hf_dumpembed import __version__", False),
     ("from ._helpers import x", False),
 ])
 def test_the_script_check_catches_private_names(line: str, caught: bool) -> None:
     assert bool(private_uses(line, "s.py")) is caught
-
-
-def test_the_public_reporting_names_are_the_package_own() -> None:
-    """One implementation: a benchmark section renders its machine and tables as the package's reports do."""
-    from hf_dumpembed._utils import console, machine, tables
-    from hf_dumpembed.evaluation import reporting
-
-    assert reporting.machine_info is machine.machine_info and reporting.describe_machine is machine.describe_machine
-    assert reporting.render_markdown is tables.render_markdown and reporting.relative_change is tables.relative_change
-    assert reporting.say is console.say
-    assert sorted(reporting.__all__) == ["describe_machine", "machine_info", "relative_change", "render_markdown",
-                                         "say"]
