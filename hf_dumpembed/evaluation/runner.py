@@ -70,7 +70,7 @@ def run_eval(
     any other folder (a plain sentence-transformers model, a baseline) loads with ``trust_remote_code=False``, so
     sentence-transformers refuses whatever code it names. A run that fails leaves no results folder it created
     without writing a result into it."""
-    from ..model.dumpembed_folder import require_readable_weights
+    from ..model.dumpembed_folder import require_consistent_dump_template, require_readable_weights
     from ..model.folder_schema import folder_code_may_run
 
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -80,6 +80,7 @@ def run_eval(
         raise FileNotFoundError(f"{model_dir} is not a model folder (no config.json).")
     runs_code = folder_code_may_run(model_dir, trust_remote_code)
     require_readable_weights(model_dir)  # a damaged file: one error naming it, before mteb starts
+    require_consistent_dump_template(model_dir)
     created = _missing_parents(Path(results_dir))
     try:
         return _run_eval(model_dir, tasks, results_dir, data_dir, model_name, revision, batch_size, overwrite,

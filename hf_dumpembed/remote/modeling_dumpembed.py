@@ -6,7 +6,6 @@ Remote code: imports only torch, transformers and its sibling files (the configu
 from __future__ import annotations
 
 import inspect
-import json
 import sys
 from dataclasses import dataclass
 
@@ -208,64 +207,6 @@ def check_loading_info(info: dict) -> None:
                          "folder's config.json and model.safetensors do not belong together; rebuild or refit it.")
 
 
-def template_prefix_ids(tokenizer_json: dict) -> list[tuple[str, list[int]]] | None:
-    """(token, ids) of each special token the tokenizer.json template puts before the text (None: no template)."""
-    processor = tokenizer_json.get("post_processor") or {}
-    processors = processor.get("processors") or [] if processor.get("type") == "Sequence" else [processor]
-    template = next((p for p in processors if isinstance(p, dict) and p.get("type") == "TemplateProcessing"), None)
-    if template is None:
-        return None
-    specials, prefix = template.get("special_tokens") or {}, []
-    for item in template.get("single") or []:
-        if "Sequence" in item:
-            break
-        token = (item.get("SpecialToken") or {}).get("id")
-        prefix.append((token, list((specials.get(token) or {}).get("ids") or [])))
-    return prefix
-
-
-def check_dump_template(config: DumpEmbedConfig, tokenizer_json: dict) -> None:
-    """Refuse a folder whose config.json ``num_dump_tokens`` / ``dump_token_ids`` / ``dump_token_offset``
-    disagree with the [DUMP] tokens its tokenizer.json post-processor actually prepends."""
-    prefix = template_prefix_ids(tokenizer_json)
-    k, ids, offset = config.num_dump_tokens, list(config.dump_token_ids), config.dump_token_offset
-    if prefix is None:
-        if k:
-            raise ValueError(f"config.json expects {k} [DUMP] tokens, but tokenizer.json has no TemplateProcessing "
-                             "post-processor that prepends them. The folder's files do not belong together; "
-                             "rebuild it with `hf-dumpembed build`.")
-        return
-    found = [token for token, _ in prefix if isinstance(token, str) and token.startswith("[DUMP")]
-    flat = [i for _, token_ids in prefix for i in token_ids]
-    if len(found) != k or flat[offset:offset + k] != ids:
-        raise ValueError(
-            f"config.json says num_dump_tokens={k}, dump_token_ids={ids} at offset {offset}, but tokenizer.json's "
-            f"template prepends {found or 'no [DUMP] tokens'} (ids before the text: {flat}). The folder's config and "
-            "tokenizer do not belong together (vectors would be computed on other tokens); rebuild it with "
-            "`hf-dumpembed build`, or restore the config.json or tokenizer.json it was built with."
-        )
-
-
-def check_folder_template(model: nn.Module, name_or_path: object, kwargs: dict) -> list[int] | None:
-    """`check_dump_template` against the tokenizer.json beside the checkpoint, read from the local folder or the
-    local Hub cache only (no download: a folder without one is checked when its tokenizer is loaded). Returns the
-    ids its template puts before the text (the prefix cache's constant lead), None without a tokenizer.json."""
-    from transformers.utils import cached_file
-
-    if not isinstance(name_or_path, str) and not hasattr(name_or_path, "__fspath__"):
-        return None
-    path = cached_file(str(name_or_path), "tokenizer.json", local_files_only=True,
-                       _raise_exceptions_for_missing_entries=False, _raise_exceptions_for_connection_errors=False,
-                       revision=kwargs.get("revision"), cache_dir=kwargs.get("cache_dir"),
-                       subfolder=kwargs.get("subfolder") or "")
-    if path is None:
-        return None
-    with open(path, encoding="utf-8") as handle:
-        tokenizer_json = json.load(handle)
-    check_dump_template(model.config, tokenizer_json)
-    return [i for _, ids in template_prefix_ids(tokenizer_json) or [] for i in ids]
-
-
 def check_finite(model: nn.Module, prefix: str = "") -> None:
     """Refuse a model whose projection, [DUMP] rows or any other weight holds NaN or infinite values."""
     bad = [prefix + name for name, tensor in [*model.named_buffers(), *model.named_parameters()]
@@ -465,7 +406,6 @@ class DumpEmbedModel(PrefixCacheMixin, DumpEmbedPreTrainedModel):
         self._absolute_positions = any(name.rsplit(".", 1)[-1] in ("position_embeddings", "wpe")
                                        and isinstance(module, nn.Embedding)
                                        for name, module in self.backbone.named_modules())
-        self._template_lead_ids: list[int] | None = None  # the tokenizer.json template's lead, known once loaded
         self.init_prefix_cache()
         self.post_init()
 
@@ -495,8 +435,6 @@ class DumpEmbedModel(PrefixCacheMixin, DumpEmbedPreTrainedModel):
         model.config.validate()  # from_pretrained kwargs set config fields after the config's own checks ran
         model.apply_projection_dim(model.config.projection_dim)
         check_finite(model)
-        model._template_lead_ids = check_folder_template(
-            model, args[0] if args else kwargs.get("pretrained_model_name_or_path"), kwargs)
         return (model, info) if want_info else model
 
     def apply_projection_dim(self, k: int) -> None:

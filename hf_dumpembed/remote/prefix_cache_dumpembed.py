@@ -115,8 +115,8 @@ class PrefixStates:
 class PrefixCacheMixin:
     """The prefix cache of `DumpEmbedModel` (inherited before `PreTrainedModel`). It reads the model's
     ``backbone``, ``config`` (``prefix_cache``, ``dump_token_offset``, ``num_dump_tokens``, ``prompt_mode``,
-    ``prompt_token_ids``, ``text_config``), ``training`` and ``_template_lead_ids`` (the tokenizer.json template's
-    lead, set at load), and keeps its own state in the ``_prefix_cache*`` attributes `init_prefix_cache` sets."""
+    ``prompt_token_ids``, ``text_config``) and ``training``, and keeps its own state in the ``_prefix_cache*``
+    attributes `init_prefix_cache` sets."""
 
     def init_prefix_cache(self) -> None:
         """Set the cache's state: empty, not yet checked against the plain forward, no backbone verdict yet."""
@@ -177,7 +177,7 @@ class PrefixCacheMixin:
         """The token ids whose states this batch takes from the cache (empty: none). Several rows: all the tokens
         they have in common at the start (at least the constant prefix, else the batch is refused as one whose rows
         do not share it), leaving every row one token of its own. One row: the longest cached prefix it starts
-        with, else its constant prefix when its lead is the template's."""
+        with, else its constant prefix when its lead is the backbone's BOS (``dump_token_offset`` of them)."""
         shortest = int(attention_mask.long().sum(dim=1).min()) - 1
         if shortest < 1:
             return ()
@@ -195,11 +195,11 @@ class PrefixCacheMixin:
         cached = [key for key in self._prefix_cache if len(key) <= len(row) and tuple(row[: len(key)]) == key]
         if cached:
             return max(cached, key=len)
-        offset, lead = self.config.dump_token_offset, self._template_lead_ids
-        expected = lead[:offset] if lead is not None else [self.config.text_config.bos_token_id] * offset
+        offset = self.config.dump_token_offset
+        expected = [self.config.text_config.bos_token_id] * offset
         if row[:offset] != expected:
-            self._note_plain_forward(f"the row's first {offset} token(s) {row[:offset]} are not the template's "
-                                     f"lead {expected}, so they may be text.")
+            self._note_plain_forward(f"the row's first {offset} token(s) {row[:offset]} are not the backbone's "
+                                     f"BOS {expected}, so they may be text.")
             return ()
         return tuple(row[:constant])
 

@@ -49,11 +49,11 @@ def test_remote_code_imports_nothing_but_torch_transformers_and_siblings(bert_du
     for name in REMOTE_FILES:
         source = (bert_dump_model / name).read_text()
         imports = [line.split()[1] for line in source.splitlines() if line.startswith(("import ", "from "))]
-        # the standard library's pure helpers only (json reads the folder's own tokenizer.json, sys the loaded
-        # sentence-transformers' version); huggingface_hub for the config's validation, as transformers' own configs
-        # (it is a requirement of transformers); no os/subprocess/socket
-        assert {i.split(".")[0] for i in imports} <= {"__future__", "typing", "dataclasses", "inspect", "json", "sys",
-                                                       "torch", "transformers", "huggingface_hub", ""}, imports
+        # the standard library's pure helpers only (sys: the loaded sentence-transformers' version; no file is read);
+        # huggingface_hub for the config's validation, as transformers' own configs (a requirement of transformers);
+        # no os/subprocess/socket/json
+        assert {i.split(".")[0] for i in imports} <= {"__future__", "typing", "dataclasses", "inspect", "sys", "torch",
+                                                       "transformers", "huggingface_hub", ""}, imports
 
 
 @pytest.mark.parametrize("fixture", ["bert_dump_model", "llama_dump_model"])

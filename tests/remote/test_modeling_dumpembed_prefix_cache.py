@@ -271,7 +271,7 @@ def test_text_before_the_prefix_falls_back(caplog) -> None:
     ids = torch.tensor([[5, 30, 31, 7, 8], [6, 30, 31, 9, 10]])
     fallback_case(model, ids, caplog, "do not share their first 3 tokens")
     model.config.prefix_cache = True
-    fallback_case(model, ids[:1], caplog, "are not the template's lead [1]")
+    fallback_case(model, ids[:1], caplog, "are not the backbone's BOS [1]")
 
 
 def test_encoder_falls_back(caplog) -> None:
