@@ -5,11 +5,15 @@ from __future__ import annotations
 import argparse
 import os
 import textwrap
+from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin
 
-from ..model.projection_record import METHOD_NAMES, METHODS, MethodSpec, mode_names
+from ..projections.registry import METHODS, method_names
 from ..remote.configuration_dumpembed import PROMPT_MODES
 from . import add_trust_flag
 from .arguments import finite_float
+
+if TYPE_CHECKING:
+    from ..projections.methods.base import ProjectionMethod
 
 HELP_WIDTH, HELP_INDENT = 114, 18  # the method entries' width and where their text starts
 
@@ -42,7 +46,7 @@ Corpus: a .jsonl file (a "text" field, or BEIR title/text), a .txt file (one tex
 """
 
 
-def _names(methods: list[MethodSpec]) -> str:
+def _names(methods: list[type[ProjectionMethod]]) -> str:
     names = [m.name for m in methods]
     return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
 
@@ -57,29 +61,62 @@ def _method_lines() -> str:
     return "\n".join(lines)
 
 
-def _mode_help() -> str:
-    """``--mode``'s help: SpecTemp's modes, the default first."""
-    spec = METHODS["spectemp"]
-    modes = sorted(spec.modes, key=lambda mode: mode.name != spec.default_mode)
-    return "SpecTemp's γ(k): " + "; ".join(
-        f"{mode.name} ({'default: ' if mode.name == spec.default_mode else ''}{mode.help})" for mode in modes)
+def description() -> str:
+    """``fit --help``'s text, from the methods."""
+    return _DESCRIPTION.format(
+        corpus_methods=_names([m for m in METHODS.values() if m.needs_corpus]), method_lines=_method_lines(),
+        any_k_methods=_names([m for m in METHODS.values() if m.any_k]), prompt_modes="|".join(PROMPT_MODES))
 
 
-DESCRIPTION = _DESCRIPTION.format(
-    corpus_methods=_names([m for m in METHODS.values() if m.needs_corpus]), method_lines=_method_lines(),
-    any_k_methods=_names([m for m in METHODS.values() if m.any_k]), prompt_modes="|".join(PROMPT_MODES))
+def _option_flags() -> dict[str, dict[str, Any]]:
+    """One flag per method-specific option (``--name``), its type, choices and help from the pydantic field of the
+    first method that declares it; the default None lets the method's own default apply."""
+    flags: dict[str, dict[str, Any]] = {}
+    for method in METHODS.values():
+        for name, field in method.Options.__pydantic_fields__.items():
+            if name in flags:
+                continue
+            extra = field.json_schema_extra or {}
+            kind = _stripped(field.annotation)
+            flag: dict[str, Any] = {"help": field.description, "default": None}
+            if kind is bool:
+                flag["action"] = "store_true"
+            elif "choices" in extra:
+                flag["choices"] = list(extra["choices"])
+            else:
+                flag["type"] = finite_float(*_bounds(field)) if kind is float else kind
+                flag["metavar"] = extra.get("metavar", name.upper())
+            flags[name] = flag
+    return flags
+
+
+def _stripped(annotation: Any) -> Any:
+    """The plain type inside ``Annotated[X, ...]`` and ``X | None``."""
+    while True:
+        if get_origin(annotation) is Annotated:
+            annotation = get_args(annotation)[0]
+            continue
+        members = [arg for arg in get_args(annotation) if arg is not type(None)]
+        if type(None) not in get_args(annotation) or len(members) != 1:
+            return annotation
+        annotation = members[0]
+
+
+def _bounds(field: Any) -> tuple[float | None, float | None]:
+    """A float field's (ge, le) bounds from its metadata."""
+    low = next((item.ge for item in field.metadata if getattr(item, "ge", None) is not None), None)
+    high = next((item.le for item in field.metadata if getattr(item, "le", None) is not None), None)
+    return low, high
 
 
 def _fit(args: argparse.Namespace) -> None:
     from .._utils.console import say
     from ..projections.fit import FitOptions, fit_projection
 
+    given = {name: getattr(args, name) for name in _option_flags() if getattr(args, name) not in (None, False)}
     options = FitOptions(
-        method=args.method, dim=args.dim, ratio=args.ratio, gamma=args.gamma, mode=args.mode, robust=args.robust,
-        pseudo_queries=args.pseudo_queries, seed=args.seed,
-        max_texts=args.max_texts, batch_size=args.batch_size, prompt=args.prompt, lm_head=args.lm_head,
-        text_column=args.text_column, plots=not args.no_plots,
-    )
+        method=args.method, dim=args.dim, seed=args.seed, max_texts=args.max_texts, batch_size=args.batch_size,
+        prompt=args.prompt, lm_head=args.lm_head, text_column=args.text_column, plots=not args.no_plots, **given)
     distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
     if distributed:
         import torch.distributed as dist
@@ -99,22 +136,17 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "fit",
         help="fit a post-hoc projection (SpecTemp, EmbedFilter, PCA, ...) into a new model folder",
-        description=DESCRIPTION,
+        description=description(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("model", help="a DumpEmbed model folder (never modified)")
     parser.add_argument("out", help="the new model folder (must not exist or be empty, unless --overwrite)")
-    parser.add_argument("--method", required=True, choices=list(METHOD_NAMES), help="projection method (see above)")
+    parser.add_argument("--method", required=True, choices=list(method_names()),
+                        help="projection method (see above)")
     parser.add_argument("--dim", type=int, default=None, metavar="K",
                         help="output dimension k (EmbedFilter: band width m); required except for embedfilter")
-    parser.add_argument("--ratio", type=int, default=None, metavar="T",
-                        help="EmbedFilter filter ratio τ: keep m = d // τ middle directions (default 2)")
-    parser.add_argument("--gamma", type=finite_float(0, 1), default=None, metavar="G",
-                        help="γ of --method gamma, in [0, 1] (default 0.5)")
-    parser.add_argument("--mode", choices=list(mode_names()), default=None, help=_mode_help())
-    parser.add_argument("--robust", action="store_true", help="alias of --mode robust")
-    parser.add_argument("--pseudo-queries", type=int, default=1000, metavar="N",
-                        help="--mode auto: score at most N pseudo-queries, a seeded sample (default: 1000)")
+    for name, flag in _option_flags().items():
+        parser.add_argument(f"--{name.replace('_', '-')}", **flag)
     parser.add_argument("--corpus", default=None, metavar="PATH",
                         help=f"texts to fit on ({', '.join(m.name for m in METHODS.values() if m.needs_corpus)}) and, "
                         "for any method, to calibrate the quantized outputs (quantization.json): .jsonl, .txt, BEIR "

@@ -34,6 +34,7 @@ from .._utils.hashing import update_with_file
 from ..data.assets import EMBEDDED_MODELS
 from ..model.papers import PAPERS
 from ..model.projection_record import ProjectionInfo
+from ..projections.registry import METHODS
 
 # BibTeX of the methods a folder may use (the model card cites all three; `citation` those the folder uses).
 LOADER_KWARGS = {"trust_remote_code": True}  # the stock wrapper's, for a Hub name (the submission kit)
@@ -181,7 +182,8 @@ def citation(config: dict[str, Any]) -> str | None:
     """BibTeX of the papers whose methods the folder uses ([DUMP] tokens when K > 0, SpecTemp, EmbedFilter); None
     when it uses none of them."""
     info = ProjectionInfo.from_config(config)
-    paper = info.spec.paper if info is not None and info.spec is not None else None
+    method = METHODS.get(str(info.method)) if info is not None else None
+    paper = method.paper if method is not None else None
     keys = (["dump_tokens_2026"] if config.get("num_dump_tokens") else []) + ([paper] if paper else [])
     return "\n".join(PAPERS[key] for key in keys) or None
 

@@ -23,7 +23,7 @@ from .export_record import check_export_source
 from .exportable import stock_export_blocker
 from .folder_schema import TRAINING_SIDE_FILES
 from .papers import PAPERS
-from .projection_record import AutoRecord, ProjectionInfo, method_text
+from .projection_record import AutoRecord, ProjectionInfo
 
 TEMPLATE = Path(__file__).resolve().parent.parent / "model_cards" / "dumpembed.md"
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
@@ -186,7 +186,7 @@ def projection_context(model_dir: Path, config: dict[str, Any]) -> dict[str, Any
         return None
     return {
         "method": str(info.method or ""),
-        "method_text": method_text(info),
+        "method_text": info.description or str(info.method or ""),
         "rows": _projection_rows(info),
         "plots": plot_images(model_dir, list(info.plots or [])),
         "selectable_dims": ", ".join(str(d) for d in selectable_dims(info)),

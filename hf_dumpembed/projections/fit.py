@@ -1,7 +1,7 @@
 """Fit projections on a DumpEmbed model and write new model folders that carry them (with provenance).
 
 The source folder is only read. One encoding pass of the corpus serves every fit of a `fit_projections` call; each
-method's fitter comes from the registry (`registry.py`), the folder from the writer (`writer.py`). A new folder
+method is its class (`methods/`, found by `registry.py`), the folder from the writer (`writer.py`). A new folder
 holds the fitted map in the model's projection buffers, the spectrum that recomposes it for any output dimension at
 load time (``from_pretrained(..., projection_dim=k)``), ``config.projection_info`` and plots under ``plots/``.
 """
@@ -29,17 +29,17 @@ from ..remote.modeling_dumpembed import DumpProjection, check_finite
 from .corpus import Corpus, read_corpus
 from .encode import encode_corpus, encode_texts
 from .maths.pseudo_queries import PseudoQueries, build_pseudo_queries, check_pseudo_queries
-from .methods.common import FitContext, FittedProjection, PseudoSet
-from .options import DEFAULT_SPECTEMP_MODE, SPECTEMP_MODE_NAMES, FitOptions, Method  # noqa: F401 - re-exported
+from .methods.base import FitContext, FittedProjection, PseudoSet
+from .options import FitOptions
 from .quantization_ranges import calibrate, calibration_sample, pseudo_query_frontier
-from .registry import fitter
 from .writer import provenance
 from .writer import write_folder as _write_folder
 
 logger = logging.getLogger(__name__)
 
-# FitOptions fields that decide which texts are encoded and how: fits sharing one encoding pass must agree on them.
-_ENCODING_FIELDS = ("seed", "max_texts", "batch_size", "prompt", "text_column", "pseudo_queries")
+# FitOptions settings that decide which texts are encoded and how: fits sharing one encoding pass must agree on them
+# (and the fits that score pseudo-queries on how many).
+_ENCODING_FIELDS = ("seed", "max_texts", "batch_size", "prompt", "text_column")
 
 
 def encode_pseudo_queries(model: DumpEmbedModel, tokenizer: PreTrainedTokenizerBase, pairs: PseudoQueries,
@@ -114,8 +114,9 @@ def _encode_pass(model: DumpEmbedModel, tokenizer: PreTrainedTokenizerBase, text
     ``context``; returns the calibration sample's vectors."""
     first = items[0][1]
     pairs = None
-    if any(options.is_auto for _, options in items):
-        pairs = build_pseudo_queries(texts.texts, first.pseudo_queries, first.seed)
+    scoring = [options for _, options in items if options.uses_pseudo_queries]
+    if scoring:
+        pairs = build_pseudo_queries(texts.texts, scoring[0].params.pseudo_queries, first.seed)
         check_pseudo_queries(len(pairs))
     sample = calibration_sample(len(texts.texts), first.seed)
     keep = sample if pairs is None else np.union1d(sample, pairs.indices)
@@ -140,7 +141,7 @@ def _fit_locked(model_dir: Path, items: list[tuple[Path, FitOptions]], corpus: s
         texts = read_corpus(corpus, first.text_column, first.max_texts, first.seed)
         if not any(options.needs_corpus for _, options in items):
             logger.info("--method %s fits no corpus statistics: %s only calibrates the quantized outputs "
-                        "(%s)", first.method.value, corpus, CALIBRATION_FILE)
+                        "(%s)", first.method, corpus, CALIBRATION_FILE)
     model, tokenizer = _load_model(model_dir, first)
     context = FitContext(model)
     calibration_vectors = None
@@ -148,7 +149,7 @@ def _fit_locked(model_dir: Path, items: list[tuple[Path, FitOptions]], corpus: s
         calibration_vectors = _encode_pass(model, tokenizer, texts, items, context)
     written = []
     for out_dir, options in items:
-        fitted = fitter(options.method.value)(context, options)
+        fitted = options.method_class.fit(context, options)
         if dist.is_available() and dist.is_initialized() and dist.get_rank() != 0:
             written.append(out_dir)  # one rank writes
             continue
@@ -159,7 +160,7 @@ def _fit_locked(model_dir: Path, items: list[tuple[Path, FitOptions]], corpus: s
         calibration = None
         if calibration_vectors is not None and len(calibration_vectors) >= 2:
             calibration = _calibration(model, fitted, info, calibration_vectors, texts, first.seed,
-                                       context.pseudo if options.is_auto else None)
+                                       context.pseudo if options.uses_pseudo_queries else None)
         written.append(_write_folder(model, model_dir, out_dir, fitted, info, options, overwrite, calibration))
     return written
 
@@ -176,8 +177,11 @@ def _check_targets(model_dir: Path, items: list[tuple[Path, FitOptions]], corpus
                              "modified).")
         check_output_dir(out_dir, overwrite, inputs=[model_dir, corpus, options.lm_head])
         if options.needs_corpus and corpus is None:
-            raise ValueError(f"--method {options.method.value} is fitted on corpus embeddings: pass --corpus PATH.")
+            raise ValueError(f"--method {options.method} is fitted on corpus embeddings: pass --corpus PATH.")
         differing = [f for f in _ENCODING_FIELDS if getattr(options, f) != getattr(first, f)]
+        scoring = [other for _, other in items if other.uses_pseudo_queries]
+        if options.uses_pseudo_queries and options.params.pseudo_queries != scoring[0].params.pseudo_queries:
+            differing.append("pseudo_queries")
         if differing:
             raise ValueError(f"fits sharing one encoding pass must agree on {', '.join(differing)}; fit them "
                              "separately.")

@@ -1,35 +1,25 @@
-"""`FitOptions`: what a fit fits, checked by pydantic (`hf_dumpembed._utils.checked`) and against the method
-vocabulary (`hf_dumpembed.model.projection_record`): each field's type and range first, then which method takes
-which option."""
+"""`FitOptions`: what a fit fits. The settings every method shares are checked by pydantic
+(`hf_dumpembed._utils.checked`); the method's own options by its class's `Options`, refusing an option another
+method takes."""
 
 from __future__ import annotations
 
 import os
-from enum import Enum
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field, StrictFloat, StrictInt, StrictStr, model_validator
+from pydantic import BeforeValidator, Field, StrictInt, StrictStr
 
-from .._utils.checked import checked_options
-from ..model.projection_record import METHOD_NAMES, METHODS, OPTION_RULES, MethodSpec, method_spec
+from .._utils.checked import OptionError, checked_options
 from ..model.prompting import PromptMode, prompt_mode
-from .maths.pseudo_queries import DEFAULT_MAX_PAIRS
+from .methods.base import ProjectionMethod
+from .registry import option_owners, projection_method
 
-# The methods as an enum (``FitOptions.method``), generated from the vocabulary.
-Method = Enum("Method", {name.upper().replace("-", "_"): name for name in METHOD_NAMES}, type=str)  # type: ignore[misc]
-SPECTEMP_MODE_NAMES = METHODS["spectemp"].mode_names  # the names of the vocabulary's SpecTemp modes
-DEFAULT_SPECTEMP_MODE = METHODS["spectemp"].default_mode
-# Sentences for the fields whose type and range read better as one (the others: `checked.complaint`'s words).
-_OPTION_MESSAGES = {
-    "dim": "dim must be a positive integer; got {value!r}.",
-    "mode": f"mode must be one of {SPECTEMP_MODE_NAMES}; got {{value!r}}.",
-}
 _AtLeastOne = Annotated[StrictInt, Field(ge=1)]
 
 
-def _method(value: object) -> Method:
-    """A method name (or `Method`) as its `Method`, with method_spec's error listing the methods."""
-    return Method(method_spec(value).name)
+def _method(value: object) -> str:
+    """A method name, with projection_method's error listing the methods."""
+    return projection_method(value).name
 
 
 def _prompt(value: object) -> PromptMode | None:
@@ -42,21 +32,13 @@ def _path_text(value: object) -> object:
     return os.fspath(value) if isinstance(value, os.PathLike) else value
 
 
-@checked_options(_OPTION_MESSAGES)
-class FitOptions:
-    """What `fit_projection` fits.
+@checked_options({"dim": "dim must be a positive integer; got {value!r}."})
+class FitSettings:
+    """The settings of a fit that every method shares.
 
     Args:
-        method: one of `Method` (the names of `hf_dumpembed.model.projection_record.METHODS`).
-        dim: output dimension k (EmbedFilter: the band width m). Required except for EmbedFilter.
-        ratio: EmbedFilter's filter ratio τ (m = d // τ); default 2 when neither dim nor ratio is given.
-        gamma: exponent of the ``gamma`` method (default 0.5, the paper's γ-whitening baseline).
-        mode: SpecTemp's γ(k): ``auto`` (ours, the default: γ(k), or prefix truncation, chosen per k with
-            pseudo-queries from the corpus; see `maths/auto_selection.py`), ``reference`` (the authors' rule, the
-            paper's) or ``robust`` (ours: knee = difference-curve argmax). The folder's ``projection_info["mode"]``
-            and its card name the mode that ran.
-        robust: alias of ``mode="robust"``.
-        pseudo_queries: auto mode: at most this many (first segment, text) pairs are scored.
+        method: a method name (`hf_dumpembed.projections.registry.METHODS`).
+        dim: output dimension k (EmbedFilter: the band width m). Required by the methods whose ``needs_dim`` is set.
         seed: seed of the random baselines and of the corpus sample (paper seeds 1999, 5, 2026).
         max_texts: fit on a seeded sample of at most this many texts (the authors' code: 1M).
         batch_size: encoding batch size.
@@ -67,13 +49,8 @@ class FitOptions:
         progress: show progress bars.
     """
 
-    method: Annotated[Method, BeforeValidator(_method)]
+    method: Annotated[str, BeforeValidator(_method)]
     dim: _AtLeastOne | None = None
-    ratio: _AtLeastOne | None = None
-    gamma: Annotated[StrictFloat, Field(ge=0, le=1)] | None = None
-    mode: StrictStr | None = None
-    robust: bool = False
-    pseudo_queries: _AtLeastOne = DEFAULT_MAX_PAIRS
     seed: StrictInt = 1999
     max_texts: _AtLeastOne | None = 1_000_000
     batch_size: _AtLeastOne = 32
@@ -83,39 +60,73 @@ class FitOptions:
     plots: bool = True
     progress: bool = True
 
-    @model_validator(mode="after")
-    def _follow_the_vocabulary(self) -> FitOptions:
-        """The method's own options only, their values, SpecTemp's mode (default, ``robust`` alias) and ``dim``."""
-        spec = self.spec
-        for name, rule in OPTION_RULES.items():
-            value = getattr(self, name)
-            if value is None or value is False:
-                continue
-            if name not in spec.options:
-                accepting = " / ".join(m.name for m in METHODS.values() if name in m.options)
-                raise ValueError(f"{rule.label} applies to --method {accepting} only{rule.note}.")
-        if spec.modes:
-            if self.mode is not None and self.mode not in spec.mode_names:
-                raise ValueError(f"mode must be one of {spec.mode_names}; got {self.mode!r}.")
-            if self.robust and self.mode not in (None, "robust"):
-                raise ValueError(f"robust (--robust) is the alias of mode 'robust'; it contradicts mode {self.mode!r}.")
-            object.__setattr__(self, "mode", self.mode or ("robust" if self.robust else spec.default_mode))
-            object.__setattr__(self, "robust", self.mode == "robust")
-        if self.dim is None and spec.needs_dim:
-            raise ValueError(f"--method {spec.name} needs --dim K (the output dimension).")
-        return self
+
+SETTING_NAMES = tuple(FitSettings.__dataclass_fields__)
+
+
+class FitOptions:
+    """What `fit_projection` fits, from one keyword constructor: the shared settings (`FitSettings`, read as
+    attributes: ``options.dim``) and the method's own options (``options.params``, an instance of its class's
+    ``Options``), e.g. ``FitOptions(method="spectemp", dim=128, mode="reference")``."""
+
+    __slots__ = ("settings", "params")
+
+    def __init__(self, method: object, **given: Any) -> None:
+        own = {name: value for name, value in given.items() if name not in SETTING_NAMES}
+        settings = FitSettings(method=method, **{name: given[name] for name in given if name in SETTING_NAMES})
+        method_class = projection_method(settings.method)
+        owners = option_owners()
+        for name, value in own.items():
+            if name not in owners:
+                raise OptionError(f"unknown option(s) [{name!r}]; allowed options: "
+                                 f"{sorted([*SETTING_NAMES, *method_class.option_names()])}.")
+            if name not in method_class.option_names() and value is not None and value is not False:
+                raise OptionError(f"{name} (--{name.replace('_', '-')}) applies to --method "
+                                 f"{' / '.join(owners[name])} only.")
+        params = method_class.Options(**{k: v for k, v in own.items() if k in method_class.option_names()})
+        if settings.dim is None and method_class.needs_dim:
+            raise OptionError(f"--method {settings.method} needs --dim K (the output dimension).")
+        object.__setattr__(self, "settings", settings)
+        object.__setattr__(self, "params", params)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in SETTING_NAMES:
+            return getattr(object.__getattribute__(self, "settings"), name)
+        raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("FitOptions is read-only; build a new one.")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FitOptions) and (self.settings, self.params) == (other.settings, other.params)
+
+    def __hash__(self) -> int:
+        return hash((self.settings, self.params))
+
+    def __reduce__(self) -> tuple:
+        """Pickled as its two parts (torch.multiprocessing hands options to each rank)."""
+        return _restored, (self.settings, self.params)
+
+    def __repr__(self) -> str:
+        return f"FitOptions({self.settings!r}, params={self.params!r})"
 
     @property
-    def spec(self) -> MethodSpec:
-        """The method's vocabulary entry."""
-        return METHODS[self.method.value]
+    def method_class(self) -> type[ProjectionMethod]:
+        return projection_method(self.settings.method)
 
     @property
     def needs_corpus(self) -> bool:
-        return self.spec.needs_corpus
+        return self.method_class.needs_corpus
 
     @property
-    def is_auto(self) -> bool:
-        """A mode that scores pseudo-queries from the corpus (SpecTemp's auto mode)."""
-        mode = self.spec.mode(self.mode)
-        return mode is not None and mode.pseudo_queries
+    def uses_pseudo_queries(self) -> bool:
+        """A fit that scores pseudo-queries from the corpus (SpecTemp's auto mode)."""
+        return self.method_class.uses_pseudo_queries(self.params)
+
+
+def _restored(settings: FitSettings, params: Any) -> FitOptions:
+    """A `FitOptions` from its parts, already checked (unpickling)."""
+    options = object.__new__(FitOptions)
+    object.__setattr__(options, "settings", settings)
+    object.__setattr__(options, "params", params)
+    return options

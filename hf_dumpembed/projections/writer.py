@@ -15,7 +15,7 @@ from ..model.projection_record import ProjectionInfo
 from ..model.quantization import CALIBRATION_FILE, Calibration, projection_fingerprint, write_calibration
 from ..remote import DumpEmbedModel
 from .corpus import Corpus
-from .methods.common import FittedProjection
+from .methods.base import FittedProjection
 from .options import FitOptions
 
 logger = logging.getLogger(__name__)
@@ -42,7 +42,8 @@ def provenance(fitted: FittedProjection, options: FitOptions, model: DumpEmbedMo
     if seed is None and corpus is not None and len(corpus.texts) < corpus.num_source_texts:
         seed = options.seed  # the seed of the corpus sample
     d = model.config.embedding_size
-    return replace(info, method=options.method.value, seed=seed, corpus=None if corpus is None else corpus.record(),
+    return replace(info, method=options.method, description=options.method_class.describe(options.params),
+                   seed=seed, corpus=None if corpus is None else corpus.record(),
                    fitted_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                    source_model=public_path(model_dir), input=INPUT, prompt=model.config.prompt_mode,
                    max_dim=d if info.selection else info.dim,

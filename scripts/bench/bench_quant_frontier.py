@@ -3,7 +3,7 @@
 Same setting as bench_projection_quality.py and bench_spectemp_auto.py (their cached embeddings are reused): the
 embedded all-MiniLM-L6-v2 as a DumpEmbed K=0 mean-pooling folder; every map and every calibration is fitted on
 data/StdlibCodeTrain (training text only) and evaluated on ManPages, PyFAQ and StdlibCode (test qrels, disjoint
-from the fit text). Each set is encoded once; the projections (the fit's own `fit_spectral` / `fit_fixed`
+from the fit text). Each set is encoded once; the projections (the fit's own `fit_spectral` / `Truncate.fit_dim`
 DumpProjections, recomposed for each k as a folder loaded with projection_dim=k recomposes them) and the
 quantization run over the cached vectors.
 
@@ -50,8 +50,8 @@ from hf_dumpembed.projections.fit import FitOptions, load_for_fit
 from hf_dumpembed.projections.maths.pseudo_queries import DEFAULT_MAX_PAIRS, build_pseudo_queries
 from hf_dumpembed.projections.maths.spectrum import eigendecompose
 from hf_dumpembed.projections.maths.statistics import StreamingStats
-from hf_dumpembed.projections.methods.common import PseudoSet
-from hf_dumpembed.projections.methods.fixed import fit_fixed
+from hf_dumpembed.projections.methods.base import PseudoSet
+from hf_dumpembed.projections.methods.fixed import Truncate
 from hf_dumpembed.projections.registry import fit_spectral
 from hf_dumpembed.remote.modeling_dumpembed import DumpProjection
 
@@ -140,7 +140,7 @@ def projections(spectrum, corpus_texts: list[str], train: np.ndarray, model, tok
     pseudo = PseudoSet(pairs, queries.astype(np.float64), train[pairs.indices].astype(np.float64), seconds)
     auto = fit_spectral(spectrum, FitOptions(method="spectemp", mode="auto", dim=d, progress=False), pseudo)
     pca = fit_spectral(spectrum, FitOptions(method="pca", dim=d, progress=False))
-    truncate = fit_fixed(d, FitOptions(method="truncate", dim=d, progress=False))
+    truncate = Truncate.fit_dim(d, FitOptions(method="truncate", dim=d, progress=False))
     return {"SpecTemp auto": auto.projection, "PCA": pca.projection, "truncation": truncate.projection,
             "raw model": DumpProjection(d, d)}
 

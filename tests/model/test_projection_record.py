@@ -1,26 +1,11 @@
-"""The projection methods' vocabulary, their registry and the typed `ProjectionInfo` record of config.json."""
+"""The typed `ProjectionInfo` record of config.json: today's dicts key for key, old folders' records read."""
 
 from __future__ import annotations
 
-import argparse
-
-import numpy as np
 import pytest
 
 from hf_dumpembed.model.card import selectable_dims
-from hf_dumpembed.model.projection_record import (
-    METHOD_NAMES,
-    METHODS,
-    AutoRecord,
-    CorpusRecord,
-    ProjectionInfo,
-    method_text,
-)
-from hf_dumpembed.projections.maths.spectrum import eigendecompose
-from hf_dumpembed.projections.maths.statistics import StreamingStats
-from hf_dumpembed.projections.methods.fixed import fit_fixed
-from hf_dumpembed.projections.options import FitOptions
-from hf_dumpembed.projections.registry import FITTERS, fit_spectral
+from hf_dumpembed.model.projection_record import AutoRecord, CorpusRecord, ProjectionInfo
 
 CORPUS = {"path": "shared/texts.txt", "name": "texts.txt", "sha256": "4a44f7a8", "num_texts": 20, "sampled_from": 211}
 TAIL = {"source_model": "shared/model", "input": "L2-normalised pooled embedding", "prompt": None, "max_dim": 32,
@@ -38,7 +23,8 @@ SPECTRAL = {"eps": 1e-06, "spectrum_rank": 32}
 
 
 def _head(method: str, **values) -> dict:
-    head = {"method": method, "mode": None, "dim": 8, "gamma": None, "knee": None, "ratio": None, "seed": None,
+    head = {"method": method, "description": f"{method}, in words", "mode": None, "dim": 8, "gamma": None,
+            "knee": None, "ratio": None, "seed": None,
             "corpus": None, "fitted_at": "2026-12-02T11:42:08+00:00", "plots": []}
     return head | values
 
@@ -79,66 +65,3 @@ def test_old_folders_records_read_and_unknown_keys_are_kept() -> None:
     assert info.to_dict()["future_key"] == {"x": 1}
     assert ProjectionInfo.from_config({"projection_info": {}}) is None and ProjectionInfo.from_config({}) is None
     assert selectable_dims(ProjectionInfo.from_dict({"selectable_dims": [32, 8, 8]})) == [8, 32]
-
-
-def test_method_text_names_the_mode() -> None:
-    assert method_text(ProjectionInfo(method="spectemp", mode="robust")).startswith("SpecTemp, robust mode")
-    assert method_text(ProjectionInfo(method="spectemp")) == METHODS["spectemp"].card_text
-    assert method_text(ProjectionInfo(method="pca")) == "PCA (centred, γ = 0)"
-    assert method_text(ProjectionInfo(method="ica")) == "ica"
-
-
-def test_the_registry_binds_every_method_of_the_vocabulary() -> None:
-    assert list(FITTERS) == list(METHOD_NAMES)
-    assert all(callable(fit) for fit in FITTERS.values())
-
-
-def test_cli_choices_come_from_the_vocabulary() -> None:
-    from hf_dumpembed.commands import fit
-
-    commands = argparse.ArgumentParser().add_subparsers()
-    fit.register(commands)
-    parser = commands.choices["fit"]
-    actions = {a.dest: a for a in parser._actions}
-    assert list(actions["method"].choices) == list(FITTERS) == list(METHOD_NAMES)
-    assert list(actions["mode"].choices) == list(METHODS["spectemp"].mode_names)
-    for method in METHOD_NAMES:
-        assert f"\n  {method} " in fit.DESCRIPTION
-
-
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"method": "pca", "dim": 4, "ratio": 2}, r"^ratio \(τ\) applies to --method embedfilter only\.$"),
-    ({"method": "whiten", "dim": 4, "gamma": 0.0},
-     r"^gamma applies to --method gamma only \(whiten is γ=1, pca γ=0, spectemp picks γ\(k\)\)\.$"),
-    ({"method": "truncate", "dim": 4, "mode": "auto"}, r"^mode \(--mode\) applies to --method spectemp only\.$"),
-    ({"method": "gamma", "dim": 4, "gamma": 1.5}, r"gamma must be in \[0, 1\]"),
-    ({"method": "spectemp", "dim": 4, "mode": "fast"}, r"mode must be one of \('reference', 'robust', 'auto'\)"),
-    ({"method": "spectemp", "dim": 4, "mode": "auto", "robust": True}, "contradicts mode 'auto'"),
-    ({"method": "random-project"}, r"--method random-project needs --dim K"),
-])
-def test_fit_options_rules_follow_the_vocabulary(kwargs: dict, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        FitOptions(**kwargs)
-
-
-def test_fit_options_defaults_from_the_vocabulary() -> None:
-    assert FitOptions(method="spectemp", dim=4).mode == METHODS["spectemp"].default_mode == "auto"
-    assert FitOptions(method="spectemp", dim=4, robust=True).mode == "robust"
-    assert FitOptions(method="embedfilter").dim is None and FitOptions(method="pca", dim=4).mode is None
-    assert FitOptions(method="spectemp", dim=4).is_auto and not FitOptions(method="spectemp", dim=4,
-                                                                           mode="reference").is_auto
-
-
-def test_any_k_in_the_vocabulary_matches_what_the_fitters_store() -> None:
-    rng = np.random.default_rng(0)
-    stats = StreamingStats(12)
-    stats.update(rng.normal(size=(40, 12)))
-    spectrum = eigendecompose(stats)
-    for name, spec in METHODS.items():
-        if spec.needs_corpus and not spec.modes:
-            fitted = fit_spectral(spectrum, FitOptions(method=name, dim=4))
-        elif not spec.needs_corpus and spec.needs_dim:
-            fitted = fit_fixed(12, FitOptions(method=name, dim=4))
-        else:
-            continue  # SpecTemp (spectral, any k) and EmbedFilter (band): tests/projections/test_fit.py
-        assert bool(fitted.info.selection) is spec.any_k, name

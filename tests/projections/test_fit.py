@@ -188,7 +188,7 @@ def test_bad_inputs(llama_dump_model, corpus, tmp_path) -> None:
         FitOptions(method="spectemp")
     with pytest.raises(ValueError, match="method must be one of"):
         FitOptions(method="ica", dim=4)
-    with pytest.raises(ValueError, match="robust applies"):
+    with pytest.raises(ValueError, match=r"robust \(--robust\) applies"):
         FitOptions(method="pca", dim=4, robust=True)
     with pytest.raises(ValueError, match="--corpus"):
         fit_projection(llama_dump_model, tmp_path / "nocorpus", FitOptions(method="spectemp", dim=4))
@@ -360,4 +360,4 @@ def test_fit_options_accept_or_refuse_with_value_error(dim, gamma, batch, method
         return
     assert options.batch_size >= 1
     assert options.dim is None or (isinstance(options.dim, int) and options.dim >= 1)
-    assert options.gamma is None or 0.0 <= options.gamma <= 1.0
+    assert 0.0 <= getattr(options.params, "gamma", 0.0) <= 1.0

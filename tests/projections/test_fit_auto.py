@@ -59,10 +59,10 @@ def test_auto_needs_enough_pseudo_queries(llama_dump_model, tmp_path) -> None:
 
 
 def test_mode_options() -> None:
-    assert FitOptions(method="spectemp", dim=4).mode == "auto"  # the default; the paper's rule on request
-    assert FitOptions(method="spectemp", dim=4, mode="reference").mode == "reference"
-    assert FitOptions(method="spectemp", dim=4, robust=True).mode == "robust"
-    assert FitOptions(method="spectemp", dim=4, mode="robust").robust
+    assert FitOptions(method="spectemp", dim=4).params.mode == "auto"  # the default; the paper's rule on request
+    assert FitOptions(method="spectemp", dim=4, mode="reference").params.mode == "reference"
+    assert FitOptions(method="spectemp", dim=4, robust=True).params.mode == "robust"
+    assert FitOptions(method="spectemp", dim=4, mode="robust").params.robust
     with pytest.raises(ValueError, match="contradicts"):
         FitOptions(method="spectemp", dim=4, mode="auto", robust=True)
     with pytest.raises(ValueError, match="mode must be one of"):

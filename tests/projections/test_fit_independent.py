@@ -19,7 +19,7 @@ from transformers import AutoModel, AutoTokenizer
 
 from hf_dumpembed.export.verify import encode_with_automodel
 from hf_dumpembed.projections.fit import FitOptions, fit_projection
-from tests.support.fit_fixtures import corpus_texts, write_corpus
+from tests.support.fit_fixtures import corpus_texts, numpy_spectrum, unit_pooled_one_by_one, write_corpus
 
 TEXTS = ["A man is eating food.", "hello world second text", "Open the file, read every line.", "A monkey plays drums."]
 
@@ -27,28 +27,6 @@ TEXTS = ["A man is eating food.", "hello world second text", "Open the file, rea
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_corpus(tmp_path_factory.mktemp("corpus") / "texts.txt")
-
-
-def unit_pooled_one_by_one(folder: Path, texts: list[str]) -> np.ndarray:
-    """The folder's L2-normalised pooled vectors, each text encoded alone (float64, normalised in numpy)."""
-    model = AutoModel.from_pretrained(folder, trust_remote_code=True).eval()
-    tokenizer = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=True)
-    rows = []
-    with torch.inference_mode():
-        for text in texts:
-            rows.append(model(**tokenizer([text], return_tensors="pt")).pooled_embedding[0].double().numpy())
-    x = np.stack(rows)
-    return x / np.linalg.norm(x, axis=1, keepdims=True)
-
-
-def numpy_spectrum(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """mean, descending eigenvalues and eigenvectors of np.cov(x); each eigenvector's largest-magnitude entry made
-    positive (the sign convention the folder documents, so that columns can be compared directly)."""
-    values, vectors = np.linalg.eigh(np.cov(x, rowvar=False))
-    order = np.argsort(values)[::-1]
-    values, vectors = values[order], vectors[:, order]
-    signs = np.sign(vectors[np.abs(vectors).argmax(axis=0), np.arange(vectors.shape[1])])
-    return x.mean(axis=0), values, vectors * signs
 
 
 def reference_knee_and_gamma(model_dir: Path, k: int) -> tuple[int, float]:

@@ -2,8 +2,8 @@
 
 The definitions: `DumpInit` (the [DUMP] init modes), the remote config's `PROMPT_MODES` (prompt modes) and
 `PADDING_SENSITIVE_POOLING` (beside the pooling table), `DTYPES` (``build --dtype``), `OPENVINO_PRECISIONS`
-(``export-onnx --precision``) and the projection vocabulary `METHODS` (methods, SpecTemp's modes, the any-k methods;
-the remote code's `ANY_K_METHODS` is its self-contained copy, tied to it here).
+(``export-onnx --precision``) and the projection methods `METHODS` (their classes, SpecTemp's modes, the any-k ones;
+the remote code holds no copy of the any-k methods: it reads a folder's `projection_info`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from transformers import AutoTokenizer, BertConfig
 
 from hf_dumpembed._utils.checked import field_annotation
 from hf_dumpembed.model.embeddings import INIT_HELP, DumpInit, init_dump_rows, resolve_init
-from hf_dumpembed.model.projection_record import METHODS
+from hf_dumpembed.projections.registry import METHODS
 from hf_dumpembed.remote.configuration_dumpembed import PADDING_SENSITIVE_POOLING, POOLING_MODES, PROMPT_MODES
 
 REMOTE_DIR = Path(__file__).resolve().parents[2] / "hf_dumpembed" / "remote"
@@ -70,16 +70,16 @@ def test_every_init_mode_has_its_help_its_card_text_and_its_rows() -> None:
 # --- prompt modes: the remote config's PROMPT_MODES -----------------------------------------------------------------
 
 def test_prompt_modes_derive_from_the_remote_config() -> None:
-    from hf_dumpembed.commands.fit import DESCRIPTION
+    from hf_dumpembed.commands.fit import description
     from hf_dumpembed.model.prompting import PROMPT_TEMPLATES, PromptMode
-    from hf_dumpembed.projections.options import FitOptions
+    from hf_dumpembed.projections.options import FitSettings
 
     assert tuple(mode.value for mode in PromptMode) == PROMPT_MODES
     assert set(PROMPT_TEMPLATES) == set(PromptMode)
     assert tuple(_option("build", "prompt").choices) == PROMPT_MODES
     assert tuple(_option("fit", "prompt").choices) == PROMPT_MODES
-    assert f"--prompt {'|'.join(PROMPT_MODES)} " in DESCRIPTION
-    assert field_annotation(FitOptions, ("prompt",))[0] is PromptMode
+    assert f"--prompt {'|'.join(PROMPT_MODES)} " in description()
+    assert field_annotation(FitSettings, ("prompt",))[0] is PromptMode
 
 
 # --- dtypes and precisions ------------------------------------------------------------------------------------------
@@ -94,29 +94,30 @@ def test_dtype_and_precision_choices_derive_from_their_definitions() -> None:
     assert tuple(_option("export-onnx", "precision").choices) == OPENVINO_PRECISIONS
 
 
-# --- projection methods: the vocabulary ------------------------------------------------------------------------------
+# --- projection methods: their classes ------------------------------------------------------------------------------
 
-def test_spectemp_mode_names_derive_from_the_vocabulary() -> None:
-    """Three meanings, three names: the vocabulary's mode specs, their names, the quickstart's folder -> mode."""
-    from hf_dumpembed.model.projection_record import SPECTEMP_MODE_SPECS
-    from hf_dumpembed.projections.options import DEFAULT_SPECTEMP_MODE, SPECTEMP_MODE_NAMES
+def test_spectemp_mode_names_derive_from_the_method() -> None:
+    """SpecTemp's modes are defined once (its module); ``--mode`` and the quickstart's folders use those names."""
+    from hf_dumpembed.projections.methods.spectemp import DEFAULT_MODE, MODE_NAMES, MODES
     from hf_dumpembed.quickstart.pipeline import SPECTEMP_FOLDER_MODES
 
-    assert METHODS["spectemp"].modes is SPECTEMP_MODE_SPECS
-    assert SPECTEMP_MODE_NAMES == tuple(mode.name for mode in SPECTEMP_MODE_SPECS)
-    assert set(SPECTEMP_FOLDER_MODES.values()) <= set(SPECTEMP_MODE_NAMES)
-    assert SPECTEMP_FOLDER_MODES["spectemp"] == DEFAULT_SPECTEMP_MODE  # the card's folder is `fit`'s default
+    assert MODE_NAMES == tuple(mode.name for mode in MODES)
+    assert tuple(_option("fit", "mode").choices) == MODE_NAMES
+    assert set(SPECTEMP_FOLDER_MODES.values()) <= set(MODE_NAMES)
+    assert SPECTEMP_FOLDER_MODES["spectemp"] == DEFAULT_MODE  # the card's folder is `fit`'s default
 
 
-def test_the_remote_any_k_list_is_the_vocabularys() -> None:
-    """The remote code is self-contained, so it holds its own copy, once; its errors name exactly those methods."""
-    from hf_dumpembed.remote.modeling_dumpembed import ANY_K_METHODS, DumpProjection
+def test_the_remote_code_holds_no_method_list() -> None:
+    """Whether a folder serves any k is its ``projection_info["selection"]`` (set exactly for the any-k methods), so
+    the remote code copies no method list: its errors point at ``fit --help``, which names every any-k method."""
+    from hf_dumpembed.cli import build_parser
+    from hf_dumpembed.remote.modeling_dumpembed import DumpProjection
 
-    any_k = {method.name for method in METHODS.values() if method.any_k}
-    assert set(ANY_K_METHODS) == any_k and len(ANY_K_METHODS) == len(any_k)
-    with pytest.raises(ValueError, match="load-time dimensions") as error:
+    with pytest.raises(ValueError, match=r"serves any dimension \(`hf-dumpembed fit --help` lists the methods\)"):
         DumpProjection(4, 2).matrix_for(3)
-    assert set(re.search(r"dimensions \(([^)]*)\)", str(error.value))[1].split(", ")) == any_k
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    fit_help = commands.choices["fit"].format_help()
+    assert all(method.name in fit_help for method in METHODS.values() if method.any_k)
     names = "|".join(re.escape(name) for name in METHODS)
     written_out = re.compile(rf"\b(?:{names})\b,? (?:(?:and )?\b(?:{names})\b,? ){{1,}}")  # "a, b, c" in prose
     for path in sorted(REMOTE_DIR.glob("*.py")):

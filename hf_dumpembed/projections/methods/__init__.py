@@ -1,1 +1,1 @@
-"""One fitter per projection method; `hf_dumpembed.projections.registry` binds each method name to its fitter."""
+"""The projection methods: one `base.ProjectionMethod` subclass per method, found by `..registry`."""

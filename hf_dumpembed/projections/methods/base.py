@@ -1,15 +1,24 @@
-"""What every fitter takes and returns: the shared fit context (model, corpus statistics, pseudo-queries) and the
-fitted projection, plus the projection builders several fitters share."""
+"""What a projection method is: one `ProjectionMethod` subclass in one module of this package, and what every fit
+takes (`FitContext`: the model, the corpus statistics, pseudo-queries) and returns (`FittedProjection`), plus the
+projection builders several methods share.
+
+A method class carries its name, the card's and ``fit --help``'s words, whether it is fitted on a corpus, whether
+its folder serves any output dimension at load time, its own options (a `checked_options` dataclass whose fields
+become ``fit``'s flags) and its ``fit``. `hf_dumpembed.projections.registry` finds every subclass defined in this
+package; nothing else needs to name a new method.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import torch
 
+from ..._utils.checked import checked_options
 from ...model.projection_record import ProjectionInfo
 from ...remote import DumpEmbedModel
 from ...remote.modeling_dumpembed import SPECTRAL_EPS, DumpProjection, spectral_matrix
@@ -18,7 +27,56 @@ from ..maths.gamma_curve import SpecTempCurve
 from ..maths.pseudo_queries import PseudoQueries
 from ..maths.spectrum import Spectrum, eigendecompose
 from ..maths.statistics import StreamingStats
-from ..options import FitOptions
+
+
+class FitOptions(Protocol):
+    """What a method's ``fit`` reads of `hf_dumpembed.projections.options.FitOptions`: the settings every method
+    shares and ``params``, its own options (an instance of its class's ``Options``)."""
+
+    method: str
+    dim: int | None
+    seed: int
+    lm_head: str | None
+    progress: bool
+    params: Any
+
+
+@checked_options({})
+class NoOptions:
+    """The options of a method that takes none of its own."""
+
+
+class ProjectionMethod:
+    """A post-hoc projection method. Subclasses set the class attributes and implement `fit`."""
+
+    name: ClassVar[str]  # ``--method`` NAME and ``projection_info["method"]``
+    summary: ClassVar[str]  # the card's words for the fitted map
+    help: ClassVar[str]  # its entry in ``fit --help``
+    needs_corpus: ClassVar[bool] = False  # fitted on corpus embeddings (``--corpus`` required)
+    any_k: ClassVar[bool] = False  # the folder stores what recomposes the map for any k at load time
+    needs_dim: ClassVar[bool] = True  # ``--dim K`` is required
+    paper: ClassVar[str | None] = None  # key of `hf_dumpembed.model.papers.PAPERS` to cite
+    order: ClassVar[int] = 100  # place in ``fit --help`` and in the list of methods
+    Options: ClassVar[type] = NoOptions  # a `checked_options` dataclass of the method's own options
+
+    @classmethod
+    def option_names(cls) -> tuple[str, ...]:
+        return tuple(field.name for field in dataclasses.fields(cls.Options))
+
+    @classmethod
+    def describe(cls, params: Any) -> str:
+        """The card's words for a map fitted with ``params`` (an instance of `Options`)."""
+        return cls.summary
+
+    @classmethod
+    def uses_pseudo_queries(cls, params: Any) -> bool:
+        """Whether a fit with ``params`` scores pseudo-queries from the corpus (encoded in the shared pass)."""
+        return False
+
+    @classmethod
+    def fit(cls, context: FitContext, options: FitOptions) -> FittedProjection:
+        """The fitted map and the method's fields of `ProjectionInfo`."""
+        raise NotImplementedError(f"{cls.__name__} must implement fit(context, options).")
 
 
 @dataclass
@@ -70,12 +128,6 @@ class FitContext:
         if self.stats is None:
             raise ValueError("this method is fitted on corpus embeddings: pass --corpus PATH.")
         return eigendecompose(self.stats)
-
-
-class Fitter(Protocol):
-    """A method's fitter: the fitted map and the method's fields of `ProjectionInfo`."""
-
-    def __call__(self, context: FitContext, options: FitOptions) -> FittedProjection: ...
 
 
 def spectral_projection(spectrum: Spectrum, gammas: np.ndarray, k: int) -> DumpProjection:

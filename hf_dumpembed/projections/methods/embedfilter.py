@@ -2,40 +2,60 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import numpy as np
 import torch
+from pydantic import Field, StrictInt
 
+from ..._utils.checked import checked_options
 from ...model.projection_record import ProjectionInfo
-from ...remote import DumpEmbedModel
 from ...remote.modeling_dumpembed import DumpProjection, band_matrix, band_start
 from ..maths.band_basis import band_size, gram_basis
-from ..options import FitOptions
 from ..unembedding import find_unembedding
-from .common import FitContext, FittedProjection
+from .base import FitContext, FitOptions, FittedProjection, ProjectionMethod
 
 DEFAULT_RATIO = 2
 
 
-def fit_embedfilter(model: DumpEmbedModel, options: FitOptions) -> FittedProjection:
-    """The band of width m = d // ratio (or ``options.dim``) of ``model``'s unembedding spectrum."""
-    if model.config.dense_layers:
-        raise ValueError("EmbedFilter filters the backbone's hidden space by the unembedding spectrum, but this model "
-                         "maps its pooled state through the source's Dense layers first; fit spectemp or pca instead.")
-    unembedding = find_unembedding(model, options.lm_head)
-    d = model.config.hidden_size
-    ratio = options.ratio if options.dim is None and options.ratio is not None else None
-    if options.dim is None and options.ratio is None:
-        ratio = DEFAULT_RATIO
-    m = band_size(d, dim=options.dim, ratio=ratio)
-    singular_values, basis = gram_basis(unembedding.weight, unembedding.exclude_rows, progress=options.progress)
-    projection = DumpProjection(d, m, selection="band")
-    projection.basis = torch.from_numpy(np.ascontiguousarray(basis)).float()
-    projection.matrix = band_matrix(projection.basis, m)
-    info = ProjectionInfo(dim=m, ratio=ratio, selection="band", band_start=band_start(d, m),
-                          unembedding=unembedding.source, excluded_rows=len(unembedding.exclude_rows))
-    return FittedProjection(projection, info, singular_values=singular_values)
+@checked_options({})
+class EmbedFilterOptions:
+    """EmbedFilter's option (``--dim`` gives the band width directly)."""
+
+    ratio: Annotated[StrictInt | None, Field(ge=1, description="EmbedFilter filter ratio τ: keep m = d // τ middle "
+                                             "directions (default 2)", json_schema_extra={"metavar": "T"})] = None
 
 
-def fit(context: FitContext, options: FitOptions) -> FittedProjection:
-    """The registry's fitter of embedfilter."""
-    return fit_embedfilter(context.model, options)
+class EmbedFilter(ProjectionMethod):
+    name = "embedfilter"
+    summary = "EmbedFilter: the middle band of the unembedding matrix's spectrum (edge directions removed)"
+    help = "middle band of the causal LM's unembedding spectrum: m = d // --ratio (default 2) or --dim"
+    any_k = True
+    needs_dim = False
+    paper = "embedfilter_2026"
+    order = 20
+    Options = EmbedFilterOptions
+
+    @classmethod
+    def fit(cls, context: FitContext, options: FitOptions) -> FittedProjection:
+        """The band of width m = d // ratio (or ``options.dim``) of the model's unembedding spectrum."""
+        model = context.model
+        if model.config.dense_layers:
+            raise ValueError("EmbedFilter filters the backbone's hidden space by the unembedding spectrum, but this "
+                             "model maps its pooled state through the source's Dense layers first; fit spectemp or "
+                             "pca instead.")
+        unembedding = find_unembedding(model, options.lm_head)
+        d = model.config.hidden_size
+        ratio = options.params.ratio
+        if options.dim is not None:
+            ratio = None
+        elif ratio is None:
+            ratio = DEFAULT_RATIO
+        m = band_size(d, dim=options.dim, ratio=ratio)
+        singular_values, basis = gram_basis(unembedding.weight, unembedding.exclude_rows, progress=options.progress)
+        projection = DumpProjection(d, m, selection="band")
+        projection.basis = torch.from_numpy(np.ascontiguousarray(basis)).float()
+        projection.matrix = band_matrix(projection.basis, m)
+        info = ProjectionInfo(dim=m, ratio=ratio, selection="band", band_start=band_start(d, m),
+                              unembedding=unembedding.source, excluded_rows=len(unembedding.exclude_rows))
+        return FittedProjection(projection, info, singular_values=singular_values)

@@ -1,4 +1,4 @@
-"""Prefix truncation, random truncation and random projection (no corpus, no centering)."""
+"""Prefix truncation, random truncation and random projection (no corpus, no centring)."""
 
 from __future__ import annotations
 
@@ -7,32 +7,69 @@ import torch
 
 from ...model.projection_record import ProjectionInfo
 from ...remote.modeling_dumpembed import DumpProjection
-from ..maths.reference_maps import random_project_map, random_truncate_map, truncate_map
+from ..maths.reference_maps import LinearMap, random_project_map, random_truncate_map, truncate_map
 from ..maths.spectrum import check_dim
-from ..options import FitOptions
-from .common import FitContext, FittedProjection
+from .base import FitContext, FitOptions, FittedProjection, ProjectionMethod
 
 
-def _plain_projection(mean: np.ndarray, matrix: np.ndarray, selection: str | None) -> DumpProjection:
-    projection = DumpProjection(matrix.shape[0], matrix.shape[1], selection=selection)
-    projection.mean = torch.from_numpy(mean).float()
-    projection.matrix = torch.from_numpy(np.ascontiguousarray(matrix)).float()
-    return projection
+class FixedMap(ProjectionMethod):
+    """A map chosen without looking at any text: ``linear_map`` gives it for d → k."""
+
+    selection: str | None = None  # how the folder recomposes it for another k (None: fixed dimension)
+    seeded = False
+
+    @classmethod
+    def linear_map(cls, d: int, k: int, seed: int) -> LinearMap:
+        raise NotImplementedError
+
+    @classmethod
+    def fit(cls, context: FitContext, options: FitOptions) -> FittedProjection:
+        return cls.fit_dim(context.dim, options)
+
+    @classmethod
+    def fit_dim(cls, d: int, options: FitOptions) -> FittedProjection:
+        """The map on d dimensions."""
+        k = check_dim(options.dim, d)
+        linear = cls.linear_map(d, k, options.seed)
+        projection = DumpProjection(d, k, selection=cls.selection)
+        projection.mean = torch.from_numpy(linear.mean).float()
+        projection.matrix = torch.from_numpy(np.ascontiguousarray(linear.matrix)).float()
+        info = ProjectionInfo(dim=k, seed=options.seed if cls.seeded else None, selection=cls.selection)
+        return FittedProjection(projection, info)
 
 
-def fit_fixed(d: int, options: FitOptions) -> FittedProjection:
-    """The map of ``options`` (truncate, random-truncate or random-project) on d dimensions."""
-    k = check_dim(options.dim, d)
-    if options.method.value == "truncate":
-        linear, selection, seed = truncate_map(d, k), "prefix", None
-    elif options.method.value == "random-truncate":
-        linear, selection, seed = random_truncate_map(d, k, options.seed), None, options.seed
-    else:
-        linear, selection, seed = random_project_map(d, k, options.seed), None, options.seed
-    info = ProjectionInfo(dim=k, seed=seed, selection=selection)
-    return FittedProjection(_plain_projection(linear.mean, linear.matrix, selection), info)
+class Truncate(FixedMap):
+    name = "truncate"
+    summary = "prefix truncation (first k dimensions)"
+    help = "first k coordinates"
+    any_k = True
+    order = 60
+    selection = "prefix"
+
+    @classmethod
+    def linear_map(cls, d: int, k: int, seed: int) -> LinearMap:
+        return truncate_map(d, k)
 
 
-def fit(context: FitContext, options: FitOptions) -> FittedProjection:
-    """The registry's fitter of truncate, random-truncate and random-project."""
-    return fit_fixed(context.dim, options)
+class RandomTruncate(FixedMap):
+    name = "random-truncate"
+    summary = "random truncation (a seeded choice of k dimensions)"
+    help = "seeded random coordinates (--seed)"
+    order = 70
+    seeded = True
+
+    @classmethod
+    def linear_map(cls, d: int, k: int, seed: int) -> LinearMap:
+        return random_truncate_map(d, k, seed)
+
+
+class RandomProject(FixedMap):
+    name = "random-project"
+    summary = "random Gaussian projection (seeded)"
+    help = "seeded Gaussian projection (--seed)"
+    order = 80
+    seeded = True
+
+    @classmethod
+    def linear_map(cls, d: int, k: int, seed: int) -> LinearMap:
+        return random_project_map(d, k, seed)

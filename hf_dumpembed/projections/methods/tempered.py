@@ -2,25 +2,72 @@
 
 from __future__ import annotations
 
-import numpy as np
+from typing import Annotated, ClassVar
 
+import numpy as np
+from pydantic import Field, StrictFloat
+
+from ..._utils.checked import checked_options
 from ..maths.spectrum import Spectrum, check_dim
-from ..options import FitOptions
-from .common import FitContext, FittedProjection, spectral_info, spectral_projection
+from .base import FitContext, FitOptions, FittedProjection, ProjectionMethod, spectral_info, spectral_projection
 
 DEFAULT_GAMMA = 0.5
-FIXED_GAMMA = {"pca": 0.0, "whiten": 1.0}
 
 
-def fit_tempered_spectrum(spectrum: Spectrum, options: FitOptions) -> FittedProjection:
-    """The map of ``options`` (pca, whiten or gamma) from a corpus spectrum."""
-    k = check_dim(options.dim, spectrum.dim)
-    gamma = FIXED_GAMMA.get(options.method.value, options.gamma)
-    gammas = np.full(spectrum.dim, DEFAULT_GAMMA if gamma is None else gamma)
-    projection = spectral_projection(spectrum, gammas, k)
-    return FittedProjection(projection, spectral_info(projection, spectrum, k), spectrum=spectrum)
+@checked_options({})
+class GammaOptions:
+    """γ-whitening's option."""
+
+    gamma: Annotated[StrictFloat, Field(ge=0, le=1, description="γ of --method gamma, in [0, 1] (default 0.5)",
+                                        json_schema_extra={"metavar": "G"})] = DEFAULT_GAMMA
 
 
-def fit(context: FitContext, options: FitOptions) -> FittedProjection:
-    """The registry's fitter of pca, whiten and gamma."""
-    return fit_tempered_spectrum(context.spectrum, options)
+class TemperedPCA(ProjectionMethod):
+    """Centred top-k eigenvectors of the corpus covariance, scaled by eigenvalue^(−γ/2) with one γ for every k."""
+
+    needs_corpus = True
+    any_k = True
+    gamma: ClassVar[float]
+
+    @classmethod
+    def exponent(cls, options: FitOptions) -> float:
+        return cls.gamma
+
+    @classmethod
+    def fit(cls, context: FitContext, options: FitOptions) -> FittedProjection:
+        return cls.fit_spectrum(context.spectrum, options)
+
+    @classmethod
+    def fit_spectrum(cls, spectrum: Spectrum, options: FitOptions) -> FittedProjection:
+        """The map from a corpus spectrum already computed."""
+        k = check_dim(options.dim, spectrum.dim)
+        projection = spectral_projection(spectrum, np.full(spectrum.dim, cls.exponent(options)), k)
+        return FittedProjection(projection, spectral_info(projection, spectrum, k), spectrum=spectrum)
+
+
+class PCA(TemperedPCA):
+    name = "pca"
+    summary = "PCA (centred, γ = 0)"
+    help = "centred top-k eigenvectors, γ = 0"
+    order = 30
+    gamma = 0.0
+
+
+class Whiten(TemperedPCA):
+    name = "whiten"
+    summary = "PCA whitening (γ = 1)"
+    help = "centred top-k eigenvectors, γ = 1"
+    order = 40
+    gamma = 1.0
+
+
+class GammaWhitening(TemperedPCA):
+    name = "gamma"
+    summary = "γ-whitening (eigenvalue exponent γ)"
+    help = "γ-whitening with --gamma G (default 0.5)"
+    order = 50
+    Options = GammaOptions
+
+    @classmethod
+    def exponent(cls, options: FitOptions) -> float:
+        return options.params.gamma
