@@ -44,9 +44,9 @@ class DumpEmbedOutput(ModelOutput):
 
 # How a fitted projection is recomposed for another output dimension k at load time (projection_info["selection"]).
 SELECTIONS = ("spectral", "band", "prefix", "auto")
-# The `hf-dumpembed fit` methods whose folders store a selection (their map is recomposed for any k at load time),
-# named by the errors about a fixed dimension: the package vocabulary's any-k methods (a test ties the two lists).
-ANY_K_METHODS = ("spectemp", "pca", "whiten", "gamma", "embedfilter", "truncate")
+# What the errors about a fixed output dimension advise (a folder serves any k exactly when its
+# projection_info["selection"] is set).
+ANY_K_HINT = "fit a projection that serves any dimension (`hf-dumpembed fit --help` lists the methods)"
 SPECTRAL_EPS = 1e-6
 # Auto mode's stored route codes (the ``routes`` buffer): index -> map used at that k.
 AUTO_ROUTES = ("centred", "uncentred", "prefix")
@@ -143,8 +143,7 @@ class DumpProjection(nn.Module):
             return torch.eye(in_dim, k, dtype=torch.float32, device=self.matrix.device)
         raise ValueError(
             "this model's projection stores no spectrum, so its output dimension is fixed at "
-            f"{self.matrix.shape[1]}; refit it with the wanted dimension (hf-dumpembed fit --dim K) or with a "
-            f"method that supports load-time dimensions ({', '.join(ANY_K_METHODS)})."
+            f"{self.matrix.shape[1]}; refit it with the wanted dimension (hf-dumpembed fit --dim K), or {ANY_K_HINT}."
         )
 
     def recompose(self, k: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -394,8 +393,7 @@ class DumpEmbedModel(PrefixCacheMixin, DumpEmbedPreTrainedModel):
             raise ValueError(
                 f"projection_dim={config.projection_dim} was asked for, but this model's projection has a fixed "
                 f"output dimension {stored_dim} (method {info.get('method', 'identity')!r} stores no spectrum). "
-                f"Fit a projection with `hf-dumpembed fit` ({', '.join(ANY_K_METHODS)}) "
-                "to choose the dimension at load time."
+                f"To choose the dimension at load time, {ANY_K_HINT}."
             )
         self.pooled_dense = DumpDense(config.hidden_size, config.embedding_size) if config.dense_layers else None
         self.projection = DumpProjection(
@@ -428,8 +426,7 @@ class DumpEmbedModel(PrefixCacheMixin, DumpEmbedPreTrainedModel):
             raise ValueError(
                 "the checkpoint's projection has another output dimension than the projection_dim asked for, and "
                 "stores no spectrum to recompose it (no fitted projection_info). Load it without projection_dim, "
-                f"or fit a projection with `hf-dumpembed fit` ({', '.join(ANY_K_METHODS)}) "
-                "to choose the dimension at load time."
+                f"or {ANY_K_HINT}."
             )
         check_loading_info(info)
         model.config.validate()  # from_pretrained kwargs set config fields after the config's own checks ran
