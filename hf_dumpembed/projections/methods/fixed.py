@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import ClassVar
+
 import numpy as np
 import torch
 
@@ -13,14 +16,11 @@ from .base import FitContext, FitOptions, FittedProjection, ProjectionMethod
 
 
 class FixedMap(ProjectionMethod):
-    """A map chosen without looking at any text: ``linear_map`` gives it for d → k."""
+    """A map chosen without looking at any text: ``linear_map(d, k, seed)`` gives it for d → k."""
 
-    selection: str | None = None  # how the folder recomposes it for another k (None: fixed dimension)
-    seeded = False
-
-    @classmethod
-    def linear_map(cls, d: int, k: int, seed: int) -> LinearMap:
-        raise NotImplementedError
+    selection: ClassVar[str | None] = None  # how the folder recomposes it for another k (None: fixed dimension)
+    seeded: ClassVar[bool] = False
+    linear_map: ClassVar[Callable[[int, int, int], LinearMap]]
 
     @classmethod
     def fit(cls, context: FitContext, options: FitOptions) -> FittedProjection:
@@ -39,37 +39,22 @@ class FixedMap(ProjectionMethod):
 
 
 class Truncate(FixedMap):
-    name = "truncate"
+    name, order = "truncate", 60
     summary = "prefix truncation (first k dimensions)"
     help = "first k coordinates"
-    any_k = True
-    order = 60
-    selection = "prefix"
-
-    @classmethod
-    def linear_map(cls, d: int, k: int, seed: int) -> LinearMap:
-        return truncate_map(d, k)
+    any_k, selection = True, "prefix"
+    linear_map = staticmethod(lambda d, k, seed: truncate_map(d, k))
 
 
 class RandomTruncate(FixedMap):
-    name = "random-truncate"
+    name, order, seeded = "random-truncate", 70, True
     summary = "random truncation (a seeded choice of k dimensions)"
     help = "seeded random coordinates (--seed)"
-    order = 70
-    seeded = True
-
-    @classmethod
-    def linear_map(cls, d: int, k: int, seed: int) -> LinearMap:
-        return random_truncate_map(d, k, seed)
+    linear_map = staticmethod(random_truncate_map)
 
 
 class RandomProject(FixedMap):
-    name = "random-project"
+    name, order, seeded = "random-project", 80, True
     summary = "random Gaussian projection (seeded)"
     help = "seeded Gaussian projection (--seed)"
-    order = 80
-    seeded = True
-
-    @classmethod
-    def linear_map(cls, d: int, k: int, seed: int) -> LinearMap:
-        return random_project_map(d, k, seed)
+    linear_map = staticmethod(random_project_map)
