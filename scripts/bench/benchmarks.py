@@ -1,22 +1,27 @@
-"""BENCHMARKS.md as a generated file: one small JSON record per section, rendered in a fixed order.
+"""The bench runner, and BENCHMARKS.md as a generated file: one small JSON record per section, rendered in order.
 
+    python scripts/bench/benchmarks.py --help            # every bench, one line each
+    python scripts/bench/benchmarks.py fit-cost --help   # one bench: what it measures, how, its options
+    python scripts/bench/benchmarks.py fit-cost --rows 1000000 --repeats 3
     python scripts/bench/benchmarks.py render   # rewrite BENCHMARKS.md from scripts/bench/results/*.json
     python scripts/bench/benchmarks.py check    # write nothing; exit 1, with a diff, when BENCHMARKS.md differs
 
-(both take ``--results DIR`` and ``--out FILE``; run them from the repository root;
-tests/repository/test_benchmarks.py checks the committed file).
+Run it from the repository root. A bench is a module of ``benches/`` (``fit_cost.py``: ``fit-cost``; ``_`` marks a
+helper) with ``register(subparsers)`` and ``run(args)``, imported only when its subcommand runs; what the benches
+share to measure is in ``harness.py``, what they share to record here. tests/repository/test_benchmarks.py checks
+the committed BENCHMARKS.md and that every record's commands still parse.
 
 A record (``scripts/bench/results/<section>.json``) holds what a section says: its title, date, machine, the
 commands that reproduce it, the set-up (text, model, recipe), tables of raw numbers (formatted here, per column)
-and the reading. The bench scripts write their record when they finish (``finish_run``); ``render`` turns the
-records into BENCHMARKS.md and ``check`` tells whether a file still equals that render (so a hand edit is caught).
+and the reading. A bench writes its record when it finishes (``finish_run``); ``render`` turns the records into
+BENCHMARKS.md and ``check`` tells whether a file still equals that render (so a hand edit is caught).
 A quickstart ``summary.json`` (``"kind": "quickstart"``) copied into the folder renders as a section too.
 
 Record fields:
 
 * ``section`` (str, = the file's stem), ``order`` (a number, sections render by ascending order; a bench that
-  files one record per CPU class adds the class's rank / 10, as ``bench_onnx.class_order`` does), ``title`` (str),
-  ``date`` (``YYYY-MM-DD``), ``machine`` (``machine_info()`` dict, or a string for records written before it
+  files one record per CPU class adds the class's rank / 10, as ``benches._serving.class_order`` does), ``title``
+  (str), ``date`` (``YYYY-MM-DD``), ``machine`` (``this_machine()`` dict, or a string for records written before it
   existed), ``commands`` (list of shell lines), ``setup`` and ``reading`` (markdown);
 * ``tables``: a list of ``{"caption": md, "columns": [str], "rows": [[cell]], "formats": {column: spec},
   "notes": md}`` (caption, formats and notes optional). A cell is a string (verbatim), a number (formatted with
@@ -27,27 +32,36 @@ Record fields:
 from __future__ import annotations
 
 import argparse
+import ast
 import datetime as dt
 import difflib
+import importlib
 import json
+import logging
 import os
 import re
 import shlex
+import statistics
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
+from harness import summary
 from pydantic import AfterValidator, BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr, ValidationError
 
 from hf_dumpembed._utils.console import say
 from hf_dumpembed._utils.machine import describe_machine, machine_info
 from hf_dumpembed._utils.tables import relative_change, render_markdown
+from hf_dumpembed.export.serve_bench import cpu_flags
 
 RESULTS_DIR = Path("scripts/bench/results")
 BENCHMARKS_MD = Path("BENCHMARKS.md")
-REGENERATE = "python scripts/bench/benchmarks.py render"
+RUNNER_COMMAND = "python scripts/bench/benchmarks.py"
+REGENERATE = f"{RUNNER_COMMAND} render"
+BENCHES = Path(__file__).resolve().parent / "benches"
+LOG_FORMAT = "%(asctime)s %(name)s: %(message)s"
 INTRO = """\
 Every figure here was measured on the machine named with it, with the command given. Ratios are measured side
 by side in one run (models interleaved, rotated order per repeat) and reported as medians over repeats, because
@@ -403,6 +417,11 @@ def format_cell(value: Any, spec: int | str | None = None) -> str:
     return _format_number(value, spec)
 
 
+def spread(values: Sequence[float]) -> float | dict[str, float]:
+    """A cell of values over seeds: the one value, or their mean and sample standard deviation."""
+    return values[0] if len(values) == 1 else {"mean": statistics.mean(values), "std": statistics.stdev(values)}
+
+
 def render_table(table: Table) -> str:
     return render_markdown(table.columns, [[format_cell(v, table.formats.get(c)) for c, v in zip(table.columns, row,
                                                                                                    strict=True)]
@@ -498,7 +517,7 @@ def check(directory: Path | str, out: Path | str) -> None:
 
 
 def command_line(argv: list[str] | None = None) -> str:
-    """The command that is running, as a reader would type it (``python scripts/bench/x.py --flag ...``)."""
+    """The command that is running, as a reader would type it (``python scripts/bench/benchmarks.py x --flag``)."""
     argv = list(sys.argv if argv is None else argv)
     script = Path(argv[0])
     try:
@@ -519,37 +538,45 @@ def add_command(commands: list[str], command: str, replaces: str | None = None) 
     return [*commands, command]
 
 
-def add_output_arguments(parser: Any) -> None:
+def add_output_arguments(parser: Any, default: Path | None = None) -> None:
     """``--output FILE`` (the run's results as JSON) and ``--record-only`` (re-record them, measuring nothing)."""
-    parser.add_argument("--output", type=Path, default=None, help="write the results as JSON here")
+    parser.add_argument("--output", type=Path, default=default,
+                        help="write the results as JSON here" + (f" (default: {default})" if default else ""))
     parser.add_argument("--record-only", action="store_true",
                         help="measure nothing: rewrite the section record's tables from the --output JSON")
 
 
-def earlier_results(args: Any) -> dict[str, Any] | None:
-    """With ``--record-only``: the earlier run's ``--output`` JSON (SystemExit when there is none); else None."""
-    if not args.record_only:
-        return None
-    if args.output is None:
-        raise SystemExit("--record-only reads the results of an earlier run: give --output FILE.")
-    if not args.output.is_file():
-        raise SystemExit(f"--record-only reads the results of an earlier run: {args.output} does not exist.")
-    return json.loads(args.output.read_text())
+def run_or_rerecord(args: Any, measure: Callable[[Any], dict[str, Any]],
+                    record: Callable[[dict[str, Any], bool], None]) -> None:
+    """A bench with ``add_output_arguments``: with ``--record-only``, ``record(the --output JSON, False)``, measuring
+    nothing; otherwise ``record(result, True)`` of a fresh ``measure(args)`` dated today, saved to ``--output`` first
+    (when given)."""
+    if args.record_only:
+        if args.output is None or not args.output.is_file():
+            raise SystemExit(f"--record-only reads the results of an earlier run: give --output FILE "
+                             f"({args.output} does not exist).")
+        record(json.loads(args.output.read_text()), False)
+        return
+    result = measure(args)
+    result["date"] = dt.date.today().isoformat()
+    if args.output is not None:
+        save_results(args.output, result)
+    record(result, True)
 
 
-def record_only(args: Any, section: str, record_tables: Callable[[dict[str, Any]], list[Table]], title: str,
-                order: float) -> bool:
-    """With ``--record-only``: rewrite the section record from an earlier run's ``--output`` JSON; True when done."""
-    result = earlier_results(args)
-    if result is None:
-        return False
-    finish_run(section, record_tables(result), title=title, order=order, measured=False, date=result["date"])
-    return True
+def stored_results(*paths: Path) -> list[Any]:
+    """The JSON in each of ``paths`` (None where there is no file); SystemExit when there is none at all."""
+    found = [json.loads(path.read_text()) if path.is_file() else None for path in paths]
+    if all(value is None for value in found):
+        raise SystemExit(f"no results to record: none of {', '.join(map(str, paths))} exists.")
+    return found
 
 
 def save_results(path: Path, result: dict[str, Any]) -> None:
-    """Write a run's raw results as JSON (its folder made when missing), with the command that produced them."""
+    """Write a run's raw results as JSON (its folder made when missing), with the command that produced them and
+    this machine (``this_machine``, with the result's load averages)."""
     result["command"] = command_line()
+    result["machine"] = this_machine(result.get("load_average_before"), result.get("load_average_after"))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=2))
     say(f"Wrote {path}")
@@ -557,9 +584,9 @@ def save_results(path: Path, result: dict[str, Any]) -> None:
 
 def this_machine(load_average: Sequence[float] | None = None,
                  load_average_after: Sequence[float] | None = None) -> dict[str, Any]:
-    """``machine_info()`` of this process, with the load averages (``os.getloadavg()``) measured before and after
-    the run where given (rounded to 2 decimals)."""
-    machine = machine_info()
+    """``machine_info()`` of this process with the CPU's vector instruction sets (``cpu_flags``) and the load
+    averages (``os.getloadavg()``) measured before and after the run where given (rounded to 2 decimals)."""
+    machine = {**machine_info(), "cpu_flags": cpu_flags()}
     for key, value in (("load_average", load_average), ("load_average_after", load_average_after)):
         if value is not None:
             machine[key] = [round(v, 2) for v in value]
@@ -583,31 +610,28 @@ def _provenance(measured: bool, add_command: bool, replaces: str | None, date: s
 
 def finish_run(section: str, tables: list[Table], *, title: str, order: float, measured: bool = True,
                add_command: bool = False, replaces: str | None = None, date: str | None = None,
-               machine: dict[str, Any] | str | None = None, load_average: Sequence[float] | None = None,
-               load_average_after: Sequence[float] | None = None, setup: str | None = None,
-               reading: str | None = None, output: Path | None = None, result: dict[str, Any] | None = None,
-               record: bool = True, summary: str | None = None, show: bool = False) -> None:
-    """The tail of every bench run: save ``result`` to ``output`` (``save_results``), write the section record
-    with ``tables`` (unless ``record`` is false: smoke runs), then print ``summary`` (with the 1-minute load
-    averages, where given) and, with ``show``, the tables.
+               machine: dict[str, Any] | str | None = None, result: dict[str, Any] | None = None,
+               setup: str | None = None, reading: str | None = None, record: bool = True,
+               summary: str | None = None, show: bool = False) -> None:
+    """The tail of every bench run: write the section record with ``tables`` (unless ``record`` is false: smoke
+    runs), then print ``summary`` (with the 1-minute load averages the result holds, where it does) and, with
+    ``show``, the tables.
 
     ``measured`` (a run that measured the tables): the record gets this command as its one command (with
     ``add_command``: added to its commands, in the place of the one starting with ``replaces``), this machine
-    (``this_machine`` with the load averages, unless ``machine`` is given) and ``date`` (default: the result's
-    ``"date"``, else today). Not ``measured`` (tables re-derived from earlier results): the record keeps its
-    machine, commands (unless ``add_command``) and date (unless ``date``). ``setup`` / ``reading`` left None keep
-    the record's prose."""
-    if output is not None:
-        if result is None:
-            raise ValueError(f"finish_run({section!r}): output={output} needs the result to save there.")
-        save_results(output, result)
+    (``this_machine`` with the result's ``load_average_before`` / ``load_average_after``, unless ``machine`` is
+    given) and ``date`` (default: the result's ``"date"``, else today). Not ``measured`` (tables re-derived from
+    earlier results): the record keeps its machine, commands (unless ``add_command``) and date (unless ``date``
+    or the result's). ``setup`` / ``reading`` left None keep the record's prose."""
+    result = result or {}
+    loads = (result.get("load_average_before"), result.get("load_average_after"))
     if record:
-        date = date or (result or {}).get("date")
-        fields = _provenance(measured, add_command, replaces, date, machine, (load_average, load_average_after))
+        fields = _provenance(measured, add_command, replaces, date or result.get("date"), machine, loads)
         write_record(section, tables=tables, title=title, order=order, setup=setup, reading=reading, **fields)
     if summary is not None:
-        load = "" if load_average is None else f"; load average {load_average[0]:.2f}"
-        load += "" if load_average_after is None else f" → {load_average_after[0]:.2f}"
+        before, after = loads
+        load = "" if before is None else f"; load average {before[0]:.2f}"
+        load += "" if after is None else f" → {after[0]:.2f}"
         say(summary + load)
     for table in tables if show else []:
         say(render_table(table))
@@ -660,29 +684,31 @@ def write_record(section: str, *, tables: list[Table], commands: list[str] | Non
 # ---------------------------------------------------------------------------------------------------- command line
 
 
-def build_parser() -> argparse.ArgumentParser:
+def bench_files() -> dict[str, Path]:
+    """Subcommand -> module file of every bench: ``benches/fit_cost.py`` is ``fit-cost`` (``_`` marks a helper)."""
+    return {path.stem.replace("_", "-"): path for path in sorted(BENCHES.glob("[!_]*.py"))}
+
+
+def first_paragraph(path: Path) -> str:
+    """``harness.summary`` of a module's docstring, read without importing it (a bench's imports take seconds)."""
+    return summary(ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or path.stem)
+
+
+def register(subparsers: Any) -> None:
     """``render`` and ``check``, each with ``--results DIR`` and ``--out FILE``."""
-    parser = argparse.ArgumentParser(prog="python scripts/bench/benchmarks.py", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     paths = argparse.ArgumentParser(add_help=False)
     paths.add_argument("--results", type=Path, default=RESULTS_DIR, metavar="DIR",
                        help=f"the folder of section records, <section>.json (default: {RESULTS_DIR})")
     paths.add_argument("--out", type=Path, default=BENCHMARKS_MD, metavar="FILE",
                        help=f"the rendered file (default: {BENCHMARKS_MD})")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{render,check}")
-    commands.add_parser("render", parents=[paths], help="write --out from the records in --results (replacing it)",
-                        description="Render the records in --results (in their order) into --out, replacing it.")
-    commands.add_parser("check", parents=[paths], help="write nothing; exit 1, with a diff, when --out is not "
-                        "the render of --results",
-                        description="Write nothing. Exit 0 when --out equals the render of the records in --results; "
-                        "otherwise exit 1 with the first differing lines (a hand edit, or a record changed "
-                        "without regenerating).")
-    return parser
+    for name, words in (("render", "Write --out from the records in --results (in their order), replacing it."),
+                        ("check", "Write nothing; exit 1, with the first differing lines, when --out is not the "
+                                  "render of --results (a hand edit, or a record changed without regenerating).")):
+        subparsers.add_parser(name, parents=[paths], help=words, description=words).set_defaults(run=render_or_check)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run ``render`` or ``check``; a problem (an invalid record, a stale --out) exits 1 with one message."""
-    args = build_parser().parse_args(argv)
+def render_or_check(args: argparse.Namespace) -> int:
+    """``render`` or ``check``; a problem (an invalid record, a stale --out) exits 1 with one message."""
     try:
         if args.command == "check":
             check(args.results, args.out)
@@ -693,6 +719,33 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError) as error:
         raise SystemExit(f"benchmarks.py {args.command}: {error}") from None
     return 0
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The runner's parser: ``render``, ``check`` and every bench, the bench ``command`` with all its options (only
+    its module is imported; the others are listed by name and the first line of their docstring)."""
+    parser = argparse.ArgumentParser(prog="python scripts/bench/benchmarks.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="SUBCOMMAND")
+    register(subparsers)
+    for name, path in bench_files().items():
+        if name == command:
+            importlib.import_module(f"benches.{path.stem}").register(subparsers)
+        else:
+            subparsers.add_parser(name, help=first_paragraph(path))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse a subcommand and run it: logging on stderr, torch's threads from ``--threads`` where the bench has it."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(argv[0] if argv else None).parse_args(argv)
+    logging.basicConfig(level=getattr(args, "log_level", logging.WARNING), format=LOG_FORMAT)
+    if getattr(args, "threads", None):
+        import torch
+
+        torch.set_num_threads(args.threads)
+    return args.run(args) or 0
 
 
 if __name__ == "__main__":

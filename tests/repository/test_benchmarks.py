@@ -1,20 +1,27 @@
-"""BENCHMARKS.md as a generated file: records, validation, rendering, `benchmarks.py check`, the bench scripts' tail
-(`finish_run`), the quickstart section."""
+"""BENCHMARKS.md as a generated file: records, validation, rendering, `benchmarks.py check`, the benches' tail
+(`finish_run`, `run_or_rerecord`), the quickstart section, and the runner: every record's commands still parse."""
 
 from __future__ import annotations
 
+import argparse
+import importlib
 import json
+import re
+import shlex
 import sys
+from datetime import date
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts" / "bench"))  # the renderer is repository tooling, not part of the package
+sys.path.insert(0, str(ROOT / "scripts" / "bench"))  # the runner is repository tooling, not part of the package
 
 from benchmarks import (  # noqa: E402
+    RUNNER_COMMAND,
     Table,
     add_command,
+    build_parser,
     check,
     finish_run,
     format_cell,
@@ -22,6 +29,7 @@ from benchmarks import (  # noqa: E402
     load_records,
     render,
     render_section,
+    run_or_rerecord,
     write_record,
 )
 from benchmarks import main as benchmarks_main  # noqa: E402
@@ -129,9 +137,9 @@ def test_validation_errors_name_file_and_field(tmp_path: Path, change: dict, fie
 
 
 def test_per_class_records_each_get_their_own_place_next_to_each_other(tmp_path: Path) -> None:
-    """A bench that files one record per CPU class (bench_onnx and the int8 benches) gives each class its own
-    order after the bench's base, most capable class first, so a second class's record does not collide."""
-    from bench_onnx import class_order
+    """A bench that files one record per CPU class (onnx and the int8 benches) gives each class its own order
+    after the bench's base, most capable class first, so a second class's record does not collide."""
+    from benches._serving import class_order
 
     flags = {"amx": ["avx2", "avx512f", "avx512_vnni", "amx_int8"], "avx512-vnni": ["avx2", "avx512f", "avx512_vnni"],
              "avx2": ["avx2"], "other": []}
@@ -144,40 +152,35 @@ def test_per_class_records_each_get_their_own_place_next_to_each_other(tmp_path:
                                                            "next"]
 
 
-def test_class_record_only_refiles_the_class_its_results_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-                                                             ) -> None:
+def test_record_only_refiles_the_class_its_results_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """--record-only of a per-class bench rewrites the record of the CPU class whose flags the earlier results
-    hold, at that class's place, with those results' date; nothing without --record-only; an error naming the
-    missing file."""
-    import argparse
-
-    from bench_onnx import class_order, class_record_only
+    hold, at that class's place, with those results' date, measuring nothing; an error naming the missing file."""
+    from benches._serving import class_order, run_serving
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "argv", ["scripts/bench/demo.py", "--record-only"])
+    monkeypatch.setattr(sys, "argv", ["scripts/bench/benchmarks.py", "demo", "--record-only"])
     flags = ["avx2", "avx512f", "avx512_vnni"]
     output = tmp_path / "runs" / "demo.json"
     output.parent.mkdir()
-    output.write_text(json.dumps({"date": "2026-12-01", "cpu_flags": flags, "median_s": 0.5}))
+    speed = {"torch fp32": {"median_s": 0.5, "times": [0.5]}}
+    output.write_text(json.dumps({"date": "2026-12-01", "cpu_flags": flags, "max_length": 256, "batch_size": 32,
+                                  "threads": 2, "repeats": 1, "lengths": {"short": {
+                                      "texts": 8, "source": "s", "mean_tokens": 9.0, "speed": speed}}}))
 
-    def tables(result: dict) -> list[Table]:
-        return [Table(columns=["model", "median s"], rows=[["a", result["median_s"]]], formats={"median s": 2})]
-
-    def section_and_title(cpu: list[str]) -> tuple[str, str]:
-        return ("demo-vnni" if "avx512_vnni" in cpu else "demo-other"), "Demo"
+    def measure(args: argparse.Namespace) -> dict:
+        raise AssertionError("--record-only measures nothing")
 
     results = tmp_path / "scripts" / "bench" / "results"
-    args = argparse.Namespace(record_only=False, output=output)
-    assert not class_record_only(args, 15, tables, section_and_title) and not results.exists()
-    write(results, small_record(section="demo-vnni", order=class_order(15, flags)))
-    args.record_only = True
-    assert class_record_only(args, 15, tables, section_and_title)
-    record = load_record(results / "demo-vnni.json")
+    write(results, small_record(section="demo-avx512-vnni", order=class_order(15, flags)))
+    args = argparse.Namespace(record_only=True, output=output)
+    run_serving(args, measure, 15, "demo", "Demo on {}")
+    record = load_record(results / "demo-avx512-vnni.json")
     assert record.order == class_order(15, flags) and record.date == "2026-12-01"
-    assert record.tables[0].rows == [["a", 0.5]] and sorted(p.name for p in results.iterdir()) == ["demo-vnni.json"]
+    assert record.title == "Demo on AVX-512 VNNI, no AMX" and record.tables[0].rows == [["torch fp32", 0.5, 16.0, 1.0]]
+    assert sorted(p.name for p in results.iterdir()) == ["demo-avx512-vnni.json"]
     args.output = tmp_path / "missing.json"
     with pytest.raises(SystemExit, match="missing.json does not exist"):
-        class_record_only(args, 15, tables, section_and_title)
+        run_serving(args, measure, 15, "demo", "Demo on {}")
 
 
 def test_duplicate_order_and_bad_json_are_errors(tmp_path: Path) -> None:
@@ -222,31 +225,38 @@ def test_the_package_report_command_does_not_render_benchmarks(tmp_path: Path) -
     assert "--benchmarks" not in report.format_help()
 
 
-def test_finish_run_records_the_run_and_saves_its_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    """A measured run: its command, this machine with the load averages, the result's date, the saved result;
-    a re-derived one keeps them; --no-record writes no record."""
+def test_a_measured_run_records_its_command_machine_and_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A measured run (``run_or_rerecord``): its results saved with the command, machine and date; its record gets
+    the command, this machine with the load averages, today's date; --record-only keeps them; --no-record (record
+    false) writes no record."""
     monkeypatch.chdir(tmp_path)  # the records go to scripts/bench/results under the working folder
-    monkeypatch.setattr(sys, "argv", [str(tmp_path / "scripts" / "bench" / "demo.py"), "--repeats", "3"])
+    monkeypatch.setattr(sys, "argv", [str(tmp_path / "scripts" / "bench" / "benchmarks.py"), "demo", "--repeats", "3"])
     table = Table(columns=["model", "median s"], rows=[["a", 0.9]], formats={"median s": 2})
-    result = {"date": "2026-11-30", "rows": [0.9]}
-    finish_run("demo", [table], title="Demo", order=10, output=tmp_path / "runs" / "demo.json", result=result,
-               load_average=[1.234, 1.0, 1.0], load_average_after=[2.345, 1.0, 1.0], summary="3 repeats", show=True)
-    record = load_record(tmp_path / "scripts" / "bench" / "results" / "demo.json")
-    assert record.commands == ["python scripts/bench/demo.py --repeats 3"] and record.date == "2026-11-30"
-    assert record.machine["load_average"] == [1.23, 1.0, 1.0] and record.machine["load_average_after"][0] == 2.35
-    assert json.loads((tmp_path / "runs" / "demo.json").read_text())["command"] == record.commands[0]
+    result = {"rows": [0.9], "load_average_before": [1.234, 1.0, 1.0], "load_average_after": [2.345, 1.0, 1.0]}
+
+    def record(result: dict, fresh: bool) -> None:
+        finish_run("demo", [table], title="Demo", order=10, measured=fresh, add_command=not fresh, result=result,
+                   summary="3 repeats", show=True)
+
+    args = argparse.Namespace(record_only=False, output=tmp_path / "runs" / "demo.json")
+    run_or_rerecord(args, lambda _: dict(result), record)
+    recorded = load_record(tmp_path / "scripts" / "bench" / "results" / "demo.json")
+    assert recorded.commands == [f"{RUNNER_COMMAND} demo --repeats 3"] and recorded.date == date.today().isoformat()
+    assert recorded.machine["load_average"] == [1.23, 1.0, 1.0] and recorded.machine["load_average_after"][0] == 2.35
+    assert "cpu_flags" in recorded.machine
+    saved = json.loads(args.output.read_text())
+    assert saved["command"] == recorded.commands[0] and saved["machine"]["cpu"] == recorded.machine["cpu"]
     printed = capsys.readouterr().out
     assert "3 repeats; load average 1.23 → 2.35" in printed and "| a | 0.90 |" in printed
-    monkeypatch.setattr(sys, "argv", [str(tmp_path / "scripts" / "bench" / "demo.py"), "--record-only"])
-    finish_run("demo", [table], title="Demo", order=10, measured=False, add_command=True)
+    monkeypatch.setattr(sys, "argv", [str(tmp_path / "scripts" / "bench" / "benchmarks.py"), "demo", "--record-only"])
+    args.record_only = True
+    run_or_rerecord(args, lambda _: pytest.fail("--record-only measures nothing"), record)
     again = load_record(tmp_path / "scripts" / "bench" / "results" / "demo.json")
-    assert again.machine == record.machine and again.date == record.date
-    assert again.commands == [*record.commands, "python scripts/bench/demo.py --record-only"]
+    assert again.machine == recorded.machine and again.date == recorded.date
+    assert again.commands == [*recorded.commands, f"{RUNNER_COMMAND} demo --record-only"]
     finish_run("other", [table], title="Other", order=11, record=False)
     assert not (tmp_path / "scripts" / "bench" / "results" / "other.json").exists()
-    with pytest.raises(ValueError, match="needs the result"):
-        finish_run("demo", [table], title="Demo", order=10, output=tmp_path / "x.json")
 
 
 def test_write_record_keeps_the_prose_and_replaces_tables(tmp_path: Path) -> None:
@@ -338,17 +348,12 @@ def test_committed_benchmarks_md_is_the_render_of_the_committed_records() -> Non
 
 
 def bench_script(name: str):
-    """A scripts/bench/ module (they are scripts, not a package)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / "bench" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """A bench's module (scripts/bench/benches/NAME.py)."""
+    return importlib.import_module(f"benches.{name}")
 
 
 def test_bench_scripts_derive_tables_from_raw_results() -> None:
-    cost = bench_script("bench_train_cost")
+    cost = bench_script("train_cost")
     memory = cost.memory_table([
         {"loss": "plain", "step_peak_added_mib": 4000.0}, {"loss": "cached mbs=8", "step_peak_added_mib": 500.0},
         {"loss": "cached mbs=128", "step_peak_added_mib": 1000.0}])
@@ -358,7 +363,7 @@ def test_bench_scripts_derive_tables_from_raw_results() -> None:
         "4": {"median_s": 11.0, "median_paired_ratio": 1.05, "paired_ratios": [0.9, 1.2], "goal": 1.08}}})
     assert step.rows[1] == ["all-MiniLM-L6-v2 K = 4", 11.0, 1.05, "0.90–1.20", 1.08] and step.rows[0][3] is None
 
-    quality = bench_script("bench_train_quality")
+    quality = bench_script("train_quality")
     runs = {f"K{k}-seed{s}": {"k": k, "seed": s, "path": f"r/K{k}-seed{s}", "steps": 9} for k in (0, 4) for s in (0, 1)}
     metrics = {f"K{k}-seed{s}|T": {"ndcg_at_10": 0.5 + 0.1 * s + (0.01 if k else 0)} for k in (0, 4) for s in (0, 1)}
     table = quality.table(runs, metrics, ["data/T"], [0, 4])
@@ -366,7 +371,7 @@ def test_bench_scripts_derive_tables_from_raw_results() -> None:
     assert table.rows[0][:3] == ["K=0 fine-tuned", 2, 9] and table.rows[0][-1] == 0.0
     assert table.rows[1][3]["mean"] == pytest.approx(0.56) and table.rows[1][-1] == pytest.approx(0.01 / 0.55)
 
-    projection = bench_script("bench_projection_quality")
+    projection = bench_script("projection_quality")
     rows = [{"method": "full dimension (baseline)", "k": 384, "ManPages": 0.7, "PyFAQ": 0.9, "StdlibCode": 0.5,
              "mean": 0.7}]
     rows += [{"method": f"oracle γ* ({name})", "k": 384, "gamma": gamma, name: 0.8}
@@ -375,7 +380,7 @@ def test_bench_scripts_derive_tables_from_raw_results() -> None:
     assert encoder.rows[0][1] == "full dimension (baseline, no projection)"
     assert encoder.rows[1][1:] == [projection.ORACLE_LABEL, "0.05/0.30/0.25/0.20", 0.8, 0.8, 0.8, 0.8]
 
-    fit = bench_script("bench_fit_cost")
+    fit = bench_script("fit_cost")
     in_process = fit.record_tables(None, {"rows": 100, "times": {"floor64": [2.0, 4.0], "ours": [3.0, 3.0]},
                                           "median_s": {"floor64": 3.0, "ours": 3.0}, "ours_over_floor64": 1.0})
     assert in_process[0].rows == [[100, "floor64", 3.0, 1.0, [2.0, 4.0]], [100, "ours", 3.0, 1.0, [3.0, 3.0]]]
@@ -389,7 +394,7 @@ def test_analysis_record_lists_every_dump_token(tmp_path: Path) -> None:
         "K=0": {"num_dump_tokens": 0, "pooling": "cls", "norms": {"cls": 6.0, "stopwords": 2.0, "other": 4.5},
                 "attention_from_stopwords": {"cls": 10000.0}}}}
     (tmp_path / "analysis.json").write_text(json.dumps(analysis))
-    table = bench_script("record_eval_local").analysis_table([tmp_path])
+    table = bench_script("eval_local").analysis_table([tmp_path])
     assert table.columns[2] == "norm D1..D2"
     text = render_section(load_record(write(tmp_path, small_record(tables=[{
         "columns": table.columns, "rows": table.rows, "formats": table.formats}]))))
@@ -422,3 +427,98 @@ def test_write_record_keeps_the_headline(tmp_path: Path) -> None:
     (tmp_path / "demo.json").write_text(json.dumps(small_record(headline="kept")))
     write_record("demo", tables=[Table(columns=["a"], rows=[[1]])], directory=tmp_path)
     assert load_record(tmp_path / "demo.json").headline == "kept"
+
+
+# ------------------------------------------------------------------------------------------- the runner's commands
+
+
+def shell_commands(record: dict) -> list[str]:
+    """A record's command lines, continuation lines joined."""
+    return "\n".join(record.get("commands") or [record["command"]]).replace("\\\n", " ").splitlines()
+
+
+def python_scripts(line: str) -> list[tuple[str, list[str]]]:
+    """(script, arguments) of every ``python PATH.py ...`` in a shell line: comments dropped, each command between
+    ``;``, ``&``, ``&&``, ``|`` and ``$(...)`` apart, environment assignments before it skipped, and the variable of
+    a ``for X in A B ...`` loop read as its first value."""
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    tokens = list(lexer)
+    loops = {tokens[i + 1]: tokens[i + 3] for i in range(len(tokens) - 3) if tokens[i] == "for" and
+             tokens[i + 2] == "in"}
+    found, words = [], []
+    for token in [*tokens, ";"]:
+        if token not in {";", "&", "&&", "|", "||", "(", ")"}:
+            words.append(token)
+            continue
+        while words and (words[0] in ("do", "then") or re.fullmatch(r"\w+=\S*", words[0])):
+            words.pop(0)
+        if len(words) > 1 and words[0] == "python" and words[1].endswith(".py"):
+            found.append((words[1], [re.sub(r"\$\{?(\w+)\}?", lambda m: loops.get(m[1], m[0]), w) for w in words[2:]]))
+        words = []
+    return found
+
+
+def test_python_scripts_reads_loops_comments_and_chains() -> None:
+    line = ('for S in 0 1; do HF_HUB_OFFLINE=1 python scripts/bench/benchmarks.py dump-recipe --seeds $S '
+            '--out runs/s$S & done; wait && python scripts/x.py --a "b c"  # python scripts/no.py')
+    assert python_scripts(line) == [
+        ("scripts/bench/benchmarks.py", ["dump-recipe", "--seeds", "0", "--out", "runs/s0"]),
+        ("scripts/x.py", ["--a", "b c"])]
+
+
+def test_every_record_command_runs_an_existing_script_and_the_runner_parses_it() -> None:
+    """A record's command still reproduces it: each ``python PATH.py`` it runs is a file of the repository, a bench
+    is run through the runner (``python scripts/bench/benchmarks.py SUBCOMMAND``), whose parser takes its arguments."""
+    runner = RUNNER_COMMAND.split()[1]
+    wrong, parsed = [], 0
+    for path in sorted((ROOT / "scripts" / "bench" / "results").glob("*.json")):
+        for line in shell_commands(json.loads(path.read_text(encoding="utf-8"))):
+            for script, arguments in python_scripts(line):
+                if Path(script).is_absolute() or not (ROOT / script).is_file():
+                    wrong.append(f"{path.name}: {script} is not a file of this repository")
+                elif script.startswith("scripts/bench/") and script != runner:
+                    wrong.append(f"{path.name}: {script} is not the runner, {runner}")
+                elif script == runner:
+                    try:
+                        build_parser(arguments[0] if arguments else None).parse_args(arguments)
+                        parsed += 1
+                    except SystemExit:
+                        wrong.append(f"{path.name}: the runner does not parse {shlex.join(arguments)}")
+    assert not wrong, "\n".join(wrong)
+    assert parsed >= 50, f"only {parsed} bench commands found in the records: python_scripts is out of date"
+
+
+def test_the_runner_lists_every_bench_and_runs_a_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--help`` lists every module of benches/ (none imported for it); a bench's --help is its docstring."""
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--help"])
+    listing = capsys.readouterr().out
+    names = [p.stem.replace("_", "-") for p in (ROOT / "scripts" / "bench" / "benches").glob("[!_]*.py")]
+    assert len(names) >= 15 and all(re.search(rf"^    {name}\b", listing, re.M) for name in names)
+    with pytest.raises(SystemExit):
+        build_parser("eval-collect").parse_args(["eval-collect", "--help"])
+    assert "usage: python scripts/bench/benchmarks.py eval-collect" in capsys.readouterr().out
+
+
+def test_the_dump_recipe_entry_point_is_the_runner_subcommand(monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """``python scripts/bench/bench_dump_recipe.py ARGS`` (the runs started under that name resume with it) runs
+    ``benchmarks.py dump-recipe ARGS``."""
+    import runpy
+
+    monkeypatch.setattr(sys, "argv", ["scripts/bench/bench_dump_recipe.py", "--help"])
+    with pytest.raises(SystemExit) as done:
+        runpy.run_path(str(ROOT / "scripts" / "bench" / "bench_dump_recipe.py"), run_name="__main__")
+    assert done.value.code == 0
+    assert "usage: python scripts/bench/benchmarks.py dump-recipe" in capsys.readouterr().out
+
+
+def test_interleaved_repeats_rotate_the_order_and_keep_each_series() -> None:
+    from harness import interleaved, medians, rotation
+
+    assert [rotation("abc", repeat) for repeat in range(4)] == [list("abc"), list("bca"), list("cab"), list("abc")]
+    calls: list[str] = []
+    series = interleaved({name: lambda name=name: calls.append(name) or len(calls) for name in "ab"}, 3)
+    assert calls == ["a", "b", "b", "a", "a", "b"] and series == {"a": [1, 4, 5], "b": [2, 3, 6]}
+    assert medians(series) == {"a": 4, "b": 3}

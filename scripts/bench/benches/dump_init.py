@@ -7,7 +7,7 @@ token states three ways: [CLS], the mean over every token (sentence-transformers
 [DUMP] slots. Scores are nDCG@10 from mteb's metric code on the stored vectors. The most-attended token is measured
 on the training collection (StdlibCodeTrain queries), never on the evaluation text.
 
-    python scripts/bench/bench_dump_init.py --data-dir data --out runs/bench_dump_init
+    python scripts/bench/benchmarks.py dump-init --data-dir data --out runs/bench_dump_init
 
 The table (and the section record scripts/bench/results/dump-init.json) gives, per init x pooling, the held-out
 mean nDCG@10 (mean ± std over init seeds) and its relative change against K = 0 with the same pooling.
@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-from benchmarks import Table, finish_run, relative_change, render_table
+from benchmarks import Table, finish_run, relative_change, render_table, spread
+from harness import Subparsers, add_threads, bench_parser
 from tqdm.auto import tqdm
 
 from hf_dumpembed.data.corpora import EVAL_COLLECTIONS, TRAIN_COLLECTION
@@ -153,21 +154,20 @@ def table(results: dict[str, dict], names: list[tuple]) -> Table:
                 continue
             means = [statistics.mean(results[m][mode].values()) for m in done]
             per_task = [statistics.mean(results[m][mode][t] for m in done) for t in TASKS]
-            cell = means[0] if len(means) == 1 else {"mean": statistics.mean(means), "std": statistics.stdev(means)}
             change = [relative_change(mean, base) for mean in means]
-            rows.append([mode, label, len(done), *per_task, cell, statistics.mean(change)])
+            rows.append([mode, label, len(done), *per_task, spread(means), statistics.mean(change)])
     return Table(columns=["pooling", "model", "seeds", *TASKS, "mean", "change vs K=0 (same pooling)"], rows=rows,
                  formats={**{t: 4 for t in TASKS}, "mean": 4, "change vs K=0 (same pooling)": "+.2%"})
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def register(subparsers: Subparsers) -> None:
+    parser = bench_parser(subparsers, __name__, __doc__, run, log_level=logging.INFO)
     parser.add_argument("--data-dir", default="data", help="folder of the built collections")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="noise seeds of mean/cls/normal")
     parser.add_argument("--max-length", type=int, default=128, help="tokens per text (the training recipe's)")
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--sink-texts", type=int, default=300, help="training queries the sink is measured on")
-    parser.add_argument("--threads", type=int, default=2)
+    add_threads(parser)
     parser.add_argument("--backbone", choices=["encoder", "decoder"], default="encoder",
                         help="the embedded all-MiniLM-L6-v2, or SmolLM2-135M-Instruct (last-token pooling, on "
                         "samples of the collections: --max-queries / --max-documents)")
@@ -185,9 +185,11 @@ def main() -> None:
     parser.add_argument("--no-record", action="store_true", help="do not write the BENCHMARKS.md section record")
     parser.add_argument("--table-only", action="store_true",
                         help="tabulate (and record) the models already scored under --out; compute nothing")
-    args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    torch.set_num_threads(args.threads)
+
+
+def run(args: argparse.Namespace) -> None:
+    if args.dump_on_top and not args.match_steps:
+        raise SystemExit("dump-init: --dump-on-top needs --match-steps")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     from hf_dumpembed.data.beir import load_beir
@@ -203,8 +205,6 @@ def main() -> None:
         sink = None
     else:
         sink = sink_token(args, out) if not args.table_only else _cached_sink(out)
-    if args.dump_on_top and not args.match_steps:
-        parser.error("--dump-on-top needs --match-steps")
     names = variants(sink, args.seeds, decoder, args.match_steps, args.dump_on_top)
     results_file = out / "results.json"
     results = json.loads(results_file.read_text()) if results_file.exists() else {}
@@ -225,7 +225,3 @@ def main() -> None:
                    + (" — SmolLM2-135M-Instruct" if decoder else "")
                    + (" — [DUMP] rows matched to K = 0" if args.match_steps else "")
                    + (", [DUMP] tokens on top of the text" if args.dump_on_top else ""))
-
-
-if __name__ == "__main__":
-    main()

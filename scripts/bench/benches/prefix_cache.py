@@ -12,7 +12,7 @@ runs every runtime once per length in a rotated order; the tables give medians o
 K = 0 (uncached) in the same run, and cached / uncached ratios of the same folder. The 1-minute load average is
 recorded before and after.
 
-    python scripts/bench/bench_prefix_cache.py --texts 128 --repeats 5 --output runs/bench_prefix_cache.json
+    python scripts/bench/benchmarks.py prefix-cache --texts 128 --repeats 5 --output runs/bench_prefix_cache.json
 
 It writes its BENCHMARKS.md section record (scripts/bench/results/prefix-cache.json) when it finishes (not with
 --no-record, for smoke runs); --record-only rewrites that record's tables from an existing --output file.
@@ -21,15 +21,13 @@ It writes its BENCHMARKS.md section record (scripts/bench/results/prefix-cache.j
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import tempfile
-import time
-from datetime import date
 from pathlib import Path
 
 import torch
-from benchmarks import Table, add_output_arguments, finish_run, record_only
+from benchmarks import Table, add_output_arguments, finish_run, run_or_rerecord
+from harness import Subparsers, add_threads, bench_parser, load_recorded, medians, rotation, seconds
 from sentence_transformers import SentenceTransformer
 
 from hf_dumpembed.data.assets import default_decoder_path
@@ -75,9 +73,7 @@ def inner_model(st: SentenceTransformer) -> torch.nn.Module:
 def encode(st: SentenceTransformer, cache: bool, texts: list[str], batch_size: int) -> float:
     """Seconds to encode ``texts`` with the prefix cache on or off."""
     inner_model(st).config.prefix_cache = cache
-    started = time.perf_counter()
-    st.encode(texts, batch_size=batch_size)
-    return time.perf_counter() - started
+    return seconds(lambda: st.encode(texts, batch_size=batch_size))
 
 
 def record_tables(result: dict) -> list[Table]:
@@ -114,59 +110,48 @@ def measure_in(args: argparse.Namespace, work: Path) -> dict:
                    for label, texts in sets.items()}
     for folder, cache in RUNTIMES.values():  # warm-up: fills each cache and runs its one-time check
         encode(models[folder], cache, next(iter(sets.values()))[: args.batch_size], args.batch_size)
-    load_before = os.getloadavg()
+    result = {"model": str(decoder), "threads": args.threads, "texts": args.texts,
+              "repeats": args.repeats, "batch_size": args.batch_size}
     times = {(label, name): [] for label in sets for name in RUNTIMES}
-    names = list(RUNTIMES)
-    for repeat in range(args.repeats):
-        for label, texts in sets.items():
-            for name in names[repeat % len(names):] + names[: repeat % len(names)]:
-                folder, cache = RUNTIMES[name]
-                times[(label, name)].append(encode(models[folder], cache, texts, args.batch_size))
-    load_after = os.getloadavg()
+    with load_recorded(result):
+        for repeat in range(args.repeats):
+            for label, texts in sets.items():
+                for name in rotation(list(RUNTIMES), repeat):
+                    folder, cache = RUNTIMES[name]
+                    times[(label, name)].append(encode(models[folder], cache, texts, args.batch_size))
     prefix_tokens = {folder: max((len(key) for key in inner_model(st)._prefix_cache), default=0)
                      for folder, st in models.items()}
-    median = {key: statistics.median(values) for key, values in times.items()}
+    median = medians(times)
     rows, ratios = [], []
     for label in sets:
         base = median[(label, BASELINE)]
         for name, (folder, cache) in RUNTIMES.items():
-            seconds = median[(label, name)]
-            rows.append({"length": label, "mean_tokens": mean_tokens[label], "runtime": name, "median_s": seconds,
-                         "texts_per_s": len(sets[label]) / seconds, "ratio_vs_k0": seconds / base,
+            wall = median[(label, name)]
+            rows.append({"length": label, "mean_tokens": mean_tokens[label], "runtime": name, "median_s": wall,
+                         "texts_per_s": len(sets[label]) / wall, "ratio_vs_k0": wall / base,
                          "prefix_tokens": prefix_tokens[folder] if cache else 0, "times_s": times[(label, name)]})
         ratios.append({"length": label,
                        "prompteol_cached_vs_uncached": median[(label, "PromptEOL K=0, prefix cache")]
                        / median[(label, "PromptEOL K=0, no cache")],
                        "k4_cached_vs_uncached": median[(label, "K=4, prefix cache")]
                        / median[(label, "K=4, no cache")]})
-    return {
-        "date": date.today().isoformat(), "model": str(decoder), "threads": args.threads, "texts": args.texts,
-        "repeats": args.repeats, "batch_size": args.batch_size, "load_average_before": list(load_before),
-        "load_average_after": list(load_after), "rows": rows, "ratios": ratios,
-    }
+    return {**result, "rows": rows, "ratios": ratios}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def register(subparsers: Subparsers) -> None:
+    parser = bench_parser(subparsers, __name__, __doc__, run)
     parser.add_argument("--texts", type=int, default=128, help="texts per length (default: 128)")
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats per runtime and length (default: 5)")
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--threads", type=int, default=2, help="torch threads (default: 2)")
+    add_threads(parser)
     parser.add_argument("--lengths", nargs="+", choices=list(LENGTHS), default=list(LENGTHS),
                         help="text lengths to run (default: all)")
     parser.add_argument("--no-record", action="store_true", help="do not write the section record (smoke runs)")
     add_output_arguments(parser)
-    args = parser.parse_args()
-    if record_only(args, SECTION, record_tables, TITLE, ORDER):
-        return
-    torch.set_num_threads(args.threads)
-    result = measure(args)
-    finish_run(SECTION, record_tables(result), title=TITLE, order=ORDER,
-               load_average=result["load_average_before"], load_average_after=result["load_average_after"],
-               output=args.output, result=result, record=not args.no_record, show=True,
-               summary=f"{args.texts} texts per length, {args.repeats} repeats, batch {args.batch_size}, "
-                       f"{args.threads} threads")
 
 
-if __name__ == "__main__":
-    main()
+def run(args: argparse.Namespace) -> None:
+    run_or_rerecord(args, measure, lambda result, fresh: finish_run(
+        SECTION, record_tables(result), title=TITLE, order=ORDER, measured=fresh, result=result,
+        record=not args.no_record, show=True, summary=f"{result['texts']} texts per length, {result['repeats']} "
+        f"repeats, batch {result['batch_size']}, {result['threads']} threads"))

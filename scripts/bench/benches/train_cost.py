@@ -9,8 +9,8 @@ MultipleNegativesRankingLoss vs the cached loss at several ``mini_batch_size`` v
 in its own fresh process (VmHWM is a high-water mark), and the figure is the peak during the step minus
 the resident memory just before it (activations + gradients + optimizer state).
 
-    python scripts/bench/bench_train_cost.py step --ks 0 4 --batch 8 --repeats 5
-    python scripts/bench/bench_train_cost.py memory --batch 256 --mini-batches 8 32 128 --max-length 32
+    python scripts/bench/benchmarks.py train-cost step --ks 0 4 --batch 8 --repeats 5
+    python scripts/bench/benchmarks.py train-cost memory --batch 256 --mini-batches 8 32 128 --max-length 32
 
 After ``step`` / ``memory`` with --json, and in mode ``record`` (which measures nothing), it rewrites its
 BENCHMARKS.md section record (scripts/bench/results/train-cost.json) from --step-json and --memory-json.
@@ -22,13 +22,12 @@ import argparse
 import json
 import logging
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import torch
-from benchmarks import Table, finish_run
+from benchmarks import RUNNER_COMMAND, Table, finish_run, stored_results
+from harness import Subparsers, add_threads, bench_parser, in_fresh_process, print_result, rotation, seconds, status_mib
 
 from hf_dumpembed.data.corpora import TRAIN_COLLECTION
 
@@ -57,13 +56,13 @@ def build_model(out: Path, k: int, max_length: int) -> Path:
 
 
 def train_step(model, loss_fn, optimizer, batch: list[tuple[str, str, str]]) -> float:  # noqa: ANN001
-    start = time.perf_counter()
-    features = [model.tokenize([row[i] for row in batch]) for i in range(3)]
-    loss = loss_fn(features, None)
-    loss.backward()
-    optimizer.step()
-    optimizer.zero_grad()
-    return time.perf_counter() - start
+    """Seconds of one optimizer step on ``batch``."""
+    def step() -> None:
+        loss_fn([model.tokenize([row[i] for row in batch]) for i in range(3)], None).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+
+    return seconds(step)
 
 
 def bench_step(args: argparse.Namespace) -> dict:
@@ -80,8 +79,7 @@ def bench_step(args: argparse.Namespace) -> dict:
         setups[k] = (model, loss_fn, torch.optim.AdamW(model.parameters(), lr=1e-4))
     times: dict[int, list[float]] = {k: [] for k in args.ks}
     for repeat, batch in enumerate(batches):
-        order = args.ks[repeat % len(args.ks):] + args.ks[:repeat % len(args.ks)]
-        for k in order:
+        for k in rotation(args.ks, repeat):
             seconds = train_step(*setups[k], batch)
             if repeat > 0:  # the first batch warms up allocators and caches
                 times[k].append(seconds)
@@ -119,31 +117,21 @@ def memory_child(args: argparse.Namespace) -> dict:
         loss_fn = CachedMultipleNegativesRankingLoss(model, scale=20.0, mini_batch_size=args.mini_batch)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS (Linux >= 4.0)
-    before_kib = _status_kib("VmRSS")
-    seconds = train_step(model, loss_fn, optimizer, rows)
-    peak_kib = _status_kib("VmHWM")
+    before = status_mib("VmRSS")
+    wall = train_step(model, loss_fn, optimizer, rows)
+    peak = status_mib("VmHWM")
     return {"loss": "plain" if args.mini_batch == 0 else f"cached mbs={args.mini_batch}", "batch": args.batch,
-            "rss_before_mib": before_kib / 1024, "peak_mib": peak_kib / 1024,
-            "step_peak_added_mib": (peak_kib - before_kib) / 1024, "step_s": seconds}
-
-
-def _status_kib(field: str) -> int:
-    """VmRSS (now) or VmHWM (peak of this process image; unlike ru_maxrss it does not carry over exec)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(f"{field}:"):
-            return int(line.split()[1])
-    raise RuntimeError(f"no {field} in /proc/self/status")
+            "rss_before_mib": before, "peak_mib": peak, "step_peak_added_mib": peak - before, "step_s": wall}
 
 
 def bench_memory(args: argparse.Namespace) -> list[dict]:
     build_model(Path(args.out), args.ks[0], args.max_length)  # once, outside the measured processes
     results = []
     for mini_batch in [0, *args.mini_batches]:
-        command = [sys.executable, __file__, "memory-child", "--mini-batch", str(mini_batch), "--batch",
-                   str(args.batch), "--max-length", str(args.max_length), "--ks", str(args.ks[0]), "--train",
-                   args.train, "--out", args.out, "--threads", str(args.threads)]
-        done = subprocess.run(command, capture_output=True, text=True, check=True)
-        results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        results.append(in_fresh_process(
+            "train-cost", "memory-child", "--mini-batch", str(mini_batch), "--batch", str(args.batch), "--max-length",
+            str(args.max_length), "--ks", str(args.ks[0]), "--train", args.train, "--out", args.out, "--threads",
+            str(args.threads)))
         logger.info("%s", results[-1])
     return results
 
@@ -174,18 +162,13 @@ def memory_table(memory: list[dict]) -> Table:
 
 
 def write_section(step_json: Path, memory_json: Path, fresh: bool, replaces: str | None = None) -> None:
-    tables = []
-    if step_json.is_file():
-        tables.append(step_table(json.loads(step_json.read_text())))
-    if memory_json.is_file():
-        tables.append(memory_table(json.loads(memory_json.read_text())))
-    if not tables:
-        raise SystemExit(f"nothing to record: neither {step_json} nor {memory_json} exists.")
+    step, memory = stored_results(step_json, memory_json)
+    tables = ([step_table(step)] if step else []) + ([memory_table(memory)] if memory else [])
     finish_run(SECTION, tables, title=TITLE, order=ORDER, measured=fresh, add_command=fresh, replaces=replaces)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def register(subparsers: Subparsers) -> None:
+    parser = bench_parser(subparsers, __name__, __doc__, run, log_level=logging.INFO)
     parser.add_argument("mode", choices=["step", "memory", "memory-child", "record"],
                         help="record: rewrite the section record from --step-json and --memory-json only")
     parser.add_argument("--ks", type=int, nargs="+", default=[0, 4])
@@ -194,7 +177,7 @@ def main() -> None:
     parser.add_argument("--mini-batches", type=int, nargs="+", default=[8, 32, 128])
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=1)
+    add_threads(parser, default=1)
     parser.add_argument("--train", default=f"data/{TRAIN_COLLECTION}")
     parser.add_argument("--out", default="runs/bench_train_cost")
     parser.add_argument("--json", default=None, help="also write the result here")
@@ -202,22 +185,20 @@ def main() -> None:
                         help="step results the section record is built from (a `step --json` run replaces it)")
     parser.add_argument("--memory-json", type=Path, default=Path("runs/bench_train_cost/memory.json"),
                         help="memory results the section record is built from (a `memory --json` run replaces it)")
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace) -> None:
     if args.mode == "record":
         write_section(args.step_json, args.memory_json, fresh=False)
         return
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
-    torch.set_num_threads(args.threads)
     Path(args.out).mkdir(parents=True, exist_ok=True)
-    result = {"step": bench_step, "memory": bench_memory, "memory-child": memory_child}[args.mode](args)
-    text = json.dumps(result) if args.mode == "memory-child" else json.dumps(result, indent=2)
+    if args.mode == "memory-child":
+        print_result(memory_child(args))
+        return
+    result = {"step": bench_step, "memory": bench_memory}[args.mode](args)
+    text = json.dumps(result, indent=2)
+    sys.stdout.write(text + "\n")
     if args.json:
         Path(args.json).write_text(text + "\n")
-    sys.stdout.write(text + "\n")
-    if args.json and args.mode in ("step", "memory"):
         paths = {"step_json": args.step_json, "memory_json": args.memory_json, f"{args.mode}_json": Path(args.json)}
-        write_section(**paths, fresh=True, replaces=f"python scripts/bench/bench_train_cost.py {args.mode} ")
-
-
-if __name__ == "__main__":
-    main()
+        write_section(**paths, fresh=True, replaces=f"{RUNNER_COMMAND} train-cost {args.mode} ")

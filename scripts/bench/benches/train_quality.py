@@ -6,7 +6,7 @@ hyperparameters. Each trained model is evaluated on ManPages, PyFAQ and StdlibCo
 on) with nDCG@10 from ``hf_dumpembed.evaluation.retrieval_metrics``. Finished runs and evaluations are kept
 under --out and skipped when the script is run again.
 
-    python scripts/bench/bench_train_quality.py --ks 0 4 --seeds 0 1 2 --rows 320 --out runs/bench_train
+    python scripts/bench/benchmarks.py train-quality --ks 0 4 --seeds 0 1 2 --rows 320 --out runs/bench_train
 
 When it finishes, and with --table-only (which computes nothing), it writes the table of every finished run under
 --out into its BENCHMARKS.md section record: scripts/bench/results/train-mean.json (train-cls.json with
@@ -23,8 +23,8 @@ import sys
 import time
 from pathlib import Path
 
-import torch
-from benchmarks import Table, finish_run, relative_change, render_table
+from benchmarks import Table, finish_run, relative_change, render_table, spread
+from harness import Subparsers, add_threads, bench_parser
 
 from hf_dumpembed.data.corpora import EVAL_COLLECTIONS, TRAIN_COLLECTION
 
@@ -64,9 +64,7 @@ def train_all(args: argparse.Namespace, out: Path) -> dict[str, dict]:
                 start = time.perf_counter()
                 train(config, resume=(Path(f"{folder}.checkpoints") / "run_config.yaml").exists())
                 (folder / "training" / "bench_wall_s.txt").write_text(f"{time.perf_counter() - start:.1f}\n")
-            info = json.loads((folder / "config.json").read_text())["training_info"]
-            runs[folder.name] = {"k": k, "seed": seed, "path": str(folder), "steps": info["steps"],
-                                 "wall_s": float((folder / "training" / "bench_wall_s.txt").read_text())}
+            runs[folder.name] = trained_run(folder)
             save_config(config, out / f"{folder.name}.yaml")
     return runs
 
@@ -82,7 +80,7 @@ def untrained(args: argparse.Namespace, out: Path) -> dict[str, dict]:
         if not (folder / "modules.json").exists():
             build(resolve_backbone("embedded:encoder"), folder, BuildOptions(
                 num_dump_tokens=k, pooling=args.pooling, max_seq_length=args.max_length, seed=0), overwrite=True)
-        runs[folder.name] = {"k": k, "seed": None, "path": str(folder), "steps": 0, "wall_s": 0.0}
+        runs[folder.name] = untrained_run(folder)
     return runs
 
 
@@ -127,14 +125,23 @@ def evaluate_as_trained(args: argparse.Namespace, out: Path) -> dict[str, dict]:
             folder = out / name
             if name in runs or not (folder / "training" / "bench_wall_s.txt").exists():
                 continue
-            info = json.loads((folder / "config.json").read_text())["training_info"]
-            wall = float((folder / "training" / "bench_wall_s.txt").read_text())
-            runs[name] = {"k": int(name[1:].split("-")[0]), "seed": info["seed"], "path": str(folder),
-                          "steps": info["steps"], "wall_s": wall}
+            runs[name] = trained_run(folder)
             evaluate_all({name: runs[name]}, args.tasks, out, args.eval_batch, args.metrics)
         if len(runs) < len(names):
             time.sleep(30)
     return runs
+
+
+def trained_run(folder: Path) -> dict:
+    """A finished run's entry (``K4-seed0``): K, seed, folder, steps and training wall seconds."""
+    info = json.loads((folder / "config.json").read_text())["training_info"]
+    return {"k": int(folder.name[1:].split("-")[0]), "seed": info["seed"], "path": str(folder), "steps": info["steps"],
+            "wall_s": float((folder / "training" / "bench_wall_s.txt").read_text())}
+
+
+def untrained_run(folder: Path) -> dict:
+    """An untrained model's entry (``K4-untrained``), as ``trained_run`` gives a trained one's."""
+    return {"k": int(folder.name[1:].split("-")[0]), "seed": None, "path": str(folder), "steps": 0, "wall_s": 0.0}
 
 
 def finished_runs(out: Path) -> dict[str, dict]:
@@ -142,13 +149,9 @@ def finished_runs(out: Path) -> dict[str, dict]:
     runs = {}
     for folder in sorted(out.glob("K*-*")):
         if folder.name.endswith("-untrained") and (folder / "modules.json").exists():
-            runs[folder.name] = {"k": int(folder.name[1:].split("-")[0]), "seed": None, "path": str(folder),
-                                 "steps": 0, "wall_s": 0.0}
+            runs[folder.name] = untrained_run(folder)
         elif (folder / "training" / "bench_wall_s.txt").exists():
-            info = json.loads((folder / "config.json").read_text())["training_info"]
-            runs[folder.name] = {"k": int(folder.name[1:].split("-")[0]), "seed": info["seed"], "path": str(folder),
-                                 "steps": info["steps"],
-                                 "wall_s": float((folder / "training" / "bench_wall_s.txt").read_text())}
+            runs[folder.name] = trained_run(folder)
     return runs
 
 
@@ -156,10 +159,6 @@ def table(runs: dict[str, dict], metrics: dict, tasks: list[str], ks: list[int],
     """Untrained then fine-tuned rows per K: nDCG@10 per task and their mean (mean ± sample std over seeds), and
     the relative change of the mean against fine-tuned K = 0."""
     names = [Path(t).name for t in tasks]
-
-    def cell(values: list[float]) -> float | dict[str, float]:
-        return values[0] if len(values) == 1 else {"mean": statistics.mean(values), "std": statistics.stdev(values)}
-
     rows = []
     base_mean = None
     for trained in (False, True):
@@ -178,7 +177,7 @@ def table(runs: dict[str, dict], metrics: dict, tasks: list[str], ks: list[int],
             if k == 0 and not trained and pooling == "mean":
                 label += " (all-MiniLM-L6-v2 itself)"
             rows.append([label, len(chosen) if trained else "-", chosen[0]["steps"],
-                         *(cell(v) for v in per_task), cell(per_run_mean), gain])
+                         *(spread(v) for v in per_task), spread(per_run_mean), gain])
     return Table(columns=["model", "runs", "steps", *names, "mean", "rel. gain vs K=0 (mean)"], rows=rows,
                  formats={**{n: 4 for n in names}, "mean": 4, "rel. gain vs K=0 (mean)": "+.2%"})
 
@@ -198,21 +197,27 @@ def report(result: Table) -> str:
     return render_table(result) + f"\n\nPaper: +{PAPER_GAIN}% relative (average over its retrieval tasks).\n"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
+    """The training benches' shared recipe options: seeds, batch, GradCache mini-batch, learning rate, text length,
+    evaluation batch and torch threads."""
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds (default: 0 1 2)")
+    parser.add_argument("--batch", type=int, default=32, help="global batch (default: 32)")
+    parser.add_argument("--mini-batch", type=int, default=16, help="GradCache mini-batch (default: 16)")
+    parser.add_argument("--lr", type=float, default=1e-4, help="learning rate (default: 1e-4)")
+    parser.add_argument("--max-length", type=int, default=128, help="tokens per text (default: 128)")
+    parser.add_argument("--eval-batch", type=int, default=64, help="encode batch of the evaluation (default: 64)")
+    add_threads(parser)
+
+
+def register(subparsers: Subparsers) -> None:
+    parser = bench_parser(subparsers, __name__, __doc__, run, log_level=logging.INFO)
     parser.add_argument("--ks", type=int, nargs="+", default=[0, 4])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--train", default=f"data/{TRAIN_COLLECTION}")
     parser.add_argument("--tasks", nargs="+", default=list(EVAL_TASKS))
     parser.add_argument("--rows", type=int, default=320, help="training pairs (a fixed seeded subset)")
-    parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument("--mini-batch", type=int, default=16)
-    parser.add_argument("--lr", type=float, default=1e-4)
-    parser.add_argument("--max-length", type=int, default=128)
+    add_recipe_arguments(parser)
     parser.add_argument("--pooling", default="mean", choices=["cls", "mean"],
                         help="all-MiniLM-L6-v2 was trained with mean pooling; 'pooling unchanged' keeps it")
-    parser.add_argument("--eval-batch", type=int, default=64)
-    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--skip-eval", action="store_true", help="only train")
     parser.add_argument("--metrics", default="metrics.json",
                         help="metrics cache file under --out (a second evaluating process needs its own)")
@@ -222,9 +227,9 @@ def main() -> None:
     parser.add_argument("--eval-only", action="store_true",
                         help="evaluate runs as another process finishes training them (polls until all are done)")
     parser.add_argument("--out", default="runs/bench_train")
-    args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    torch.set_num_threads(args.threads)
+
+
+def run(args: argparse.Namespace) -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.table_only:
@@ -248,7 +253,3 @@ def main() -> None:
     finished = finished_runs(out)
     record(args, table(finished, all_metrics(out), args.tasks, sorted({r["k"] for r in finished.values()}),
                        args.pooling), fresh=True)
-
-
-if __name__ == "__main__":
-    main()

@@ -5,7 +5,7 @@ Side by side in one run: our path (WᵀW accumulated in float64 row chunks + eig
 entry of the difference of the two band projectors. Medians over repeats (the SVD, far slower, runs --svd-repeats
 times).
 
-    python scripts/bench/bench_embedfilter_basis.py --rows 151936 --dim 1024 --repeats 3 --svd-repeats 1
+    python scripts/bench/benchmarks.py embedfilter-basis --rows 151936 --dim 1024 --repeats 3 --svd-repeats 1
 
 It writes its BENCHMARKS.md section record (scripts/bench/results/embedfilter-basis.json) when it finishes;
 --record-only rewrites that record's table from an existing --output file without measuring anything.
@@ -17,12 +17,11 @@ import argparse
 import json
 import statistics
 import time
-from datetime import date
 from pathlib import Path
 
 import numpy as np
-import torch
-from benchmarks import Table, finish_run, record_only, say
+from benchmarks import Table, add_output_arguments, finish_run, run_or_rerecord, say
+from harness import Subparsers, add_threads, bench_parser
 
 from hf_dumpembed.projections.maths.band_basis import band_size, gram_basis, svd_basis
 from hf_dumpembed.projections.maths.reference_maps import embedfilter_map
@@ -43,20 +42,24 @@ def record_tables(result: dict) -> list[Table]:
                   formats={"wall s (repeats)": ".3g", "median": ".3g", "CPU s (all threads)": 1})]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def register(subparsers: Subparsers) -> None:
+    parser = bench_parser(subparsers, __name__, __doc__, run)
     parser.add_argument("--rows", type=int, default=151936)
     parser.add_argument("--dim", type=int, default=1024)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--svd-repeats", type=int, default=1)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--output", type=Path, default=Path("runs/bench_embedfilter.json"))
-    parser.add_argument("--record-only", action="store_true",
-                        help="measure nothing: rewrite the section record's table from the --output JSON")
-    args = parser.parse_args()
-    if record_only(args, SECTION, record_tables, TITLE, ORDER):
-        return
-    torch.set_num_threads(args.threads)
+    add_threads(parser)
+    add_output_arguments(parser, default=Path("runs/bench_embedfilter.json"))
+
+
+def run(args: argparse.Namespace) -> None:
+    run_or_rerecord(args, measure, lambda result, fresh: finish_run(
+        SECTION, record_tables(result), title=TITLE, order=ORDER, measured=fresh, result=result,
+        summary=json.dumps(result, indent=2) if fresh else None))
+
+
+def measure(args: argparse.Namespace) -> dict:
+    """Both paths on one random head: wall (and our CPU) seconds per repeat, and the band projectors' agreement."""
     rng = np.random.default_rng(0)
     # Random head with a non-flat spectrum, so the band edges are well separated.
     weight = rng.standard_normal((args.rows, args.dim), dtype=np.float32)
@@ -78,15 +81,9 @@ def main() -> None:
         m = band_size(args.dim, ratio=ratio)
         a, b = embedfilter_map(v_gram, m).matrix, embedfilter_map(v_svd, m).matrix
         agreement[f"tau={ratio}"] = float(np.abs(a @ a.T - b @ b.T).max())
-    result = {"date": date.today().isoformat(), "rows": args.rows, "dim": args.dim, "threads": args.threads,
-              "gram_s": gram_times, "gram_cpu_s": gram_cpu, "svd_s": svd_times,
-              "gram_median_s": statistics.median(gram_times), "gram_cpu_median_s": statistics.median(gram_cpu),
-              "svd_median_s": statistics.median(svd_times),
-              "svd_over_gram": statistics.median(svd_times) / statistics.median(gram_times),
-              "max_projector_difference": agreement}
-    finish_run(SECTION, record_tables(result), title=TITLE, order=ORDER, output=args.output, result=result,
-               summary=json.dumps(result, indent=2))
-
-
-if __name__ == "__main__":
-    main()
+    return {"rows": args.rows, "dim": args.dim, "threads": args.threads,
+            "gram_s": gram_times, "gram_cpu_s": gram_cpu, "svd_s": svd_times,
+            "gram_median_s": statistics.median(gram_times), "gram_cpu_median_s": statistics.median(gram_cpu),
+            "svd_median_s": statistics.median(svd_times),
+            "svd_over_gram": statistics.median(svd_times) / statistics.median(gram_times),
+            "max_projector_difference": agreement}

@@ -8,7 +8,7 @@ Both sections come from outputs the CLI already wrote (nothing is computed here)
 * ``analysis``: mean final-layer norms per token group and stopword attention from the ``analysis.json`` files
   that ``hf-dumpembed analyze`` wrote.
 
-    python scripts/bench/record_eval_local.py
+    python scripts/bench/benchmarks.py eval-local
     python scripts/bench/benchmarks.py render
 """
 
@@ -20,6 +20,7 @@ import statistics
 from pathlib import Path
 
 from benchmarks import Table, finish_run
+from harness import Subparsers, bench_parser
 
 from hf_dumpembed.data.beir import document_text, load_corpus
 from hf_dumpembed.data.corpora import COLLECTION_NAMES, HELD_OUT, TRAIN_COLLECTION
@@ -79,21 +80,19 @@ def analysis_table(folders: list[Path]) -> Table:
                           "attn stopwords→[CLS]": 0, f"attn stopwords→{dump_group}": 0})
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def register(subparsers: Subparsers) -> None:
+    parser = bench_parser(subparsers, __name__, __doc__, run)
     parser.add_argument("--data", type=Path, default=Path("data"), help="the built collections (default: data)")
     parser.add_argument("--results", type=Path, default=Path("runs/eval/results"),
                         help="the mteb results folder `hf-dumpembed eval` wrote (default: runs/eval/results)")
     parser.add_argument("--analysis", type=Path, nargs="+",
                         default=[Path("runs/eval/analysis-trained"), Path("runs/eval/analysis-minilm")],
                         help="`hf-dumpembed analyze` output folders, in table order")
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace) -> None:
     section, order, title = EVAL_SECTION
     finish_run(section, [collections_table(args.data), results_table(args.results, list(TASKS), BASELINE, RENAMES)],
                title=title, order=order, measured=False, add_command=True)
     section, order, title = ANALYSIS_SECTION
     finish_run(section, [analysis_table(args.analysis)], title=title, order=order, measured=False)
-
-
-if __name__ == "__main__":
-    main()

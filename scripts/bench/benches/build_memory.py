@@ -6,7 +6,7 @@ a normal transformers folder, fp32) and a bf16 copy of it made here with save_pr
 stored in bf16, built with default options (the folder keeps bf16). For scale, the same table has the size of the
 source's weights on disk.
 
-    python scripts/bench/bench_build_memory.py --repeats 3
+    python scripts/bench/benchmarks.py build-memory --repeats 3
 
 When it finishes it writes its BENCHMARKS.md section record (scripts/bench/results/build-memory.json).
 """
@@ -14,19 +14,32 @@ When it finishes it writes its BENCHMARKS.md section record (scripts/bench/resul
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
-import statistics
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 from benchmarks import Table, finish_run, say
+from harness import (
+    Subparsers,
+    bench_parser,
+    in_fresh_process,
+    interleaved,
+    load_recorded,
+    medians,
+    print_result,
+    seconds,
+)
 
 VARIANTS = ("fp32", "bf16")
+
+
+def register(subparsers: Subparsers) -> None:
+    parser = bench_parser(subparsers, __name__, __doc__, run)
+    parser.add_argument("--repeats", type=int, default=3, help="builds per source dtype (default: 3)")
+    parser.add_argument("--work", default="runs/bench_build_memory", help="scratch folder (sources and outputs)")
+    parser.add_argument("--only", choices=VARIANTS, help="internal: run one variant once and print JSON")
 
 
 def bf16_source(fp32_source: Path, folder: Path) -> Path:
@@ -48,22 +61,16 @@ def weights_bytes(folder: Path) -> int:
 def run_build(source: Path, out: Path) -> dict[str, float]:
     """One `build` in a child process: wall seconds and the child's peak RSS (MiB)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "hf_dumpembed.cli", "build", str(source), str(out), "--dump-tokens", "4",
-                    "--overwrite"], check=True, capture_output=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    seconds = time.perf_counter() - started
+    wall = seconds(lambda: subprocess.run(
+        [sys.executable, "-m", "hf_dumpembed.cli", "build", str(source), str(out), "--dump-tokens", "4", "--overwrite"],
+        check=True, capture_output=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}))
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     if peak <= before:
         raise RuntimeError("ru_maxrss did not grow: run each variant in a fresh benchmark process (--only).")
-    return {"seconds": seconds, "peak_mib": peak / 1024}
+    return {"seconds": wall, "peak_mib": peak / 1024}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--work", default="runs/bench_build_memory", help="scratch folder (sources and outputs)")
-    parser.add_argument("--only", choices=VARIANTS, help="internal: run one variant once and print JSON")
-    args = parser.parse_args()
+def run(args: argparse.Namespace) -> None:
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     from hf_dumpembed.data.assets import default_decoder_path
@@ -71,35 +78,25 @@ def main() -> None:
     sources = {"fp32": Path(default_decoder_path())}
     sources["bf16"] = bf16_source(sources["fp32"], work / "smollm2-bf16")
     if args.only:  # a fresh process per measurement: RUSAGE_CHILDREN's maximum is then this build's alone
-        print(json.dumps(run_build(sources[args.only], work / f"out-{args.only}")))  # noqa: T201 - read by the parent
+        print_result(run_build(sources[args.only], work / f"out-{args.only}"))
         return
-    series: dict[str, list[dict[str, float]]] = {name: [] for name in VARIANTS}
-    load = os.getloadavg()[0]
-    for repeat in range(args.repeats):
-        order = VARIANTS[repeat % 2:] + VARIANTS[: repeat % 2]
-        for name in order:
-            with tempfile.TemporaryDirectory():
-                result = subprocess.run([sys.executable, __file__, "--only", name, "--work", str(work)],
-                                        check=True, capture_output=True, text=True)
-            series[name].append(json.loads(result.stdout.strip().splitlines()[-1]))
-            say(f"repeat {repeat + 1}: {name} {series[name][-1]}")
-    rows = []
-    for name in VARIANTS:
-        peak = statistics.median(r["peak_mib"] for r in series[name])
-        seconds = statistics.median(r["seconds"] for r in series[name])
-        out_bytes = weights_bytes(work / f"out-{name}")
-        rows.append([name, weights_bytes(sources[name]) / 2**20, out_bytes / 2**20, peak, seconds])
+    builds = {name: lambda name=name: in_fresh_process("build-memory", "--only", name, "--work", str(work))
+              for name in VARIANTS}
+    result: dict = {}
+    with load_recorded(result):
+        series = interleaved(builds, args.repeats, report=lambda repeat, name, one: say(f"repeat {repeat + 1}: "
+                                                                                         f"{name} {one}"))
+    peaks = medians({name: [r["peak_mib"] for r in runs] for name, runs in series.items()})
+    walls = medians({name: [r["seconds"] for r in runs] for name, runs in series.items()})
+    rows = [[name, weights_bytes(sources[name]) / 2**20, weights_bytes(work / f"out-{name}") / 2**20, peaks[name],
+             walls[name]] for name in VARIANTS]
     table = Table(columns=["source dtype", "source weights MiB", "folder weights MiB", "peak RSS MiB (median)",
                            "wall s (median)"], rows=rows,
                   formats={"source weights MiB": 0, "folder weights MiB": 0, "peak RSS MiB (median)": 0,
                            "wall s (median)": 1},
                   notes=f"{args.repeats} repeats, rotated order, each build a fresh process; 1-min load average at "
-                        f"the start: {load:.2f}.")
+                        f"the start: {result['load_average_before'][0]:.2f}.")
     finish_run("build-memory", [table], title="`build` memory: one copy of the weights, in the source's dtype",
-               order=71, add_command=True,
+               order=71, add_command=True, result=result,
                setup="`hf-dumpembed build SOURCE OUT --dump-tokens 4` (a decoder: no [DUMP]-row match) on the "
                      "embedded SmolLM2-135M-Instruct as a normal transformers folder (fp32) and a bf16 copy of it.")
-
-
-if __name__ == "__main__":
-    main()

@@ -1,6 +1,6 @@
 """onnxruntime int8: what each quantisation choice does to speed and quality, beside the fp32 graphs and OpenVINO.
 
-Model and export as in bench_onnx.py (--model, --onnx: an `export-onnx` folder; its model.onnx and fused graph are
+Model and export as in the onnx bench (--model, --onnx: an `export-onnx` folder; its model.onnx and fused graph are
 quantised here again for every variant). Variants (`hf_dumpembed.export.ort_int8.OrtInt8Options`,
 `export-onnx --int8-...`): today's model_int8.onnx (dynamic int8 of the fused graph, whose Attention op keeps the
 query/key/value projection in fp32), then: the attention inputs quantised too; 7-bit weights; the MLP
@@ -13,7 +13,7 @@ and reused by a later run with the same options (resume).
 * speed: torch fp32, onnxruntime fp32 fused, OpenVINO bf16 (where the export has it) and every variant; the same
   length-sorted batches, interleaved per batch, medians over --repeats, short and long texts apart.
 
-    python scripts/bench/bench_onnxruntime_int8.py --model runs/qs/minilm-k4-spectemp128 --onnx runs/qs/onnx \
+    python scripts/bench/benchmarks.py onnxruntime-int8 --model runs/qs/minilm-k4-spectemp128 --onnx runs/qs/onnx \
         --short 128 --long 64 --repeats 5 --output runs/bench_ort_int8.json
 
 It writes the BENCHMARKS.md record of this CPU's class (onnxruntime-int8-<class>: the speed ranking changes with the
@@ -23,25 +23,19 @@ instruction sets; the quality columns do not depend on them).
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import sys
-from datetime import date
 from pathlib import Path
 
-import torch
+from benchmarks import Table, add_output_arguments
+from harness import Subparsers, bench_parser
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_onnx import add_serving_arguments, class_record_only, finish_cpu_run, measure_lengths  # noqa: E402
-from benchmarks import Table, add_output_arguments  # noqa: E402
-from int8_variants import add_variant_arguments, cached_variants, chosen_variants, scored_quality  # noqa: E402
+from benches import _serving as serving
+from hf_dumpembed.export.artefacts import INT8_FILE, ONNX_FILE, OPTIMIZED_FILE
+from hf_dumpembed.export.ort_int8 import OrtInt8Options, quantize_onnxruntime_int8
+from hf_dumpembed.export.runtimes import available_runtimes, onnxruntime_runner
 
-from hf_dumpembed.export.artefacts import INT8_FILE, ONNX_FILE, OPTIMIZED_FILE  # noqa: E402
-from hf_dumpembed.export.ort_int8 import OrtInt8Options, quantize_onnxruntime_int8  # noqa: E402
-from hf_dumpembed.export.runtimes import available_runtimes, onnxruntime_runner  # noqa: E402
-from hf_dumpembed.export.serve_bench import cpu_class, cpu_flags, load_average  # noqa: E402
-
-ORDER = 18
+SECTION, ORDER, TITLE = ("onnxruntime-int8", 18,
+                         "onnxruntime int8 options on {}: each quantisation choice, speed and quality")
 BASELINES = ("torch fp32", "onnxruntime fp32 fused", "OpenVINO bf16")
 VARIANTS = {
     "defaults": OrtInt8Options(),
@@ -56,31 +50,33 @@ VARIANTS = {
 }
 
 
-def section_and_title(flags: list[str]) -> tuple[str, str]:
-    slug, description = cpu_class(flags)
-    return (f"onnxruntime-int8-{slug}",
-            f"onnxruntime int8 options on {description}: each quantisation choice, speed and quality")
+
+def register(subparsers: Subparsers) -> None:
+    parser = bench_parser(subparsers, __name__, __doc__, run)
+    serving.add_int8_arguments(parser, "runs/bench_ort_int8", list(VARIANTS),
+                               onnx_help="its export-onnx folder (with model_optimized.onnx)")
+    serving.add_serving_arguments(parser, short=128, long=64)
+    add_output_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> None:
+    serving.run_serving(args, measure, ORDER, SECTION, TITLE, variant_table)
 
 
 def variant_table(result: dict) -> Table:
     """One row per variant: its options, products quantised, nDCG change, mean / min cosine, speed-ups."""
     quality, lengths = result.get("quality", {}), result["lengths"]
-    reference = "onnxruntime fp32 fused"
     rows = []
     for name, entry in {**{n: None for n in BASELINES if n in next(iter(lengths.values()))["speed"]},
                         **result["variants"]}.items():
         row = [name, entry["options_text"] if entry else "-", entry["quantised_products"] if entry else "-"]
         if quality and name in next(iter(quality.values())):
-            base = statistics.mean(quality[c]["torch fp32"]["ndcg_at_10"] for c in quality)
-            mine = statistics.mean(quality[c][name]["ndcg_at_10"] for c in quality)
-            row += [mine / base - 1, statistics.mean(quality[c][name]["mean_cosine"] for c in quality),
+            row += [serving.ndcg_change(quality, name),
+                    statistics.mean(quality[c][name]["mean_cosine"] for c in quality),
                     min(quality[c][name]["min_cosine"] for c in quality)]
         else:
             row += ["-", "-", "-"]
-        for run in lengths.values():
-            mine_s = run["speed"][name]["median_s"]
-            row += [run["speed"]["torch fp32"]["median_s"] / mine_s, run["speed"][reference]["median_s"] / mine_s]
-        rows.append(row)
+        rows.append(row + serving.speedups(lengths, name, (serving.TORCH, "onnxruntime fp32 fused")))
     speed_columns = [c for length in lengths for c in (f"{length} vs torch fp32", f"{length} vs ORT fp32 fused")]
     columns = ["runtime / variant", "options", "int8 products", "mean nDCG@10 change vs torch", "mean cosine",
                "min cosine", *speed_columns]
@@ -93,48 +89,18 @@ def variant_table(result: dict) -> Table:
                           **{c: 2 for c in speed_columns}})
 
 
-def record_tables(result: dict) -> list[Table]:
-    from bench_onnx import record_tables as onnx_tables
-
-    return [variant_table(result), *onnx_tables(result)]
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", type=Path, required=True, help="a DumpEmbed folder")
-    parser.add_argument("--onnx", type=Path, required=True, help="its export-onnx folder (with model_optimized.onnx)")
-    add_variant_arguments(parser, "runs/bench_ort_int8", list(VARIANTS))
-    add_serving_arguments(parser, short=128, long=64)
-    add_output_arguments(parser)
-    args = parser.parse_args()
-    if class_record_only(args, ORDER, record_tables, section_and_title):
-        return
+def measure(args: argparse.Namespace) -> dict:
+    """Every variant quantised (or reused), scored on the held-out sets, then timed beside the baselines."""
     fused = args.onnx / OPTIMIZED_FILE
     if not fused.is_file():
         raise SystemExit(f"{args.onnx} has no {OPTIMIZED_FILE}; export it without --no-fuse.")
-    torch.set_num_threads(args.threads)
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(str(args.model), trust_remote_code=True)
-    inputs = json.loads((args.onnx / "onnx_export.json").read_text())["inputs"]
-    variants = chosen_variants(VARIANTS, args.variants)
-    entries = cached_variants(args.work, variants, INT8_FILE, lambda options, target: quantize_onnxruntime_int8(
+    tokenizer, inputs = serving.export_inputs(args.model, args.onnx)
+    variants = serving.chosen_variants(VARIANTS, args.variants)
+    entries = serving.cached_variants(args.work, variants, INT8_FILE, lambda options, target: quantize_onnxruntime_int8(
         args.onnx / ONNX_FILE, fused, target, options))
     opened, _ = available_runtimes(args.onnx, args.model, args.threads, names=list(BASELINES))
     runs = {runtime.name: runtime.run for runtime in opened}
     for name, entry in entries.items():
         runs[name] = onnxruntime_runner(Path(entry["path"]), args.threads, spinning=False)
-    result = {"date": date.today().isoformat(), "threads": args.threads, "repeats": args.repeats,
-              "batch_size": args.batch_size, "max_length": args.max_length, "cpu_flags": cpu_flags(),
-              "variants": entries}
-    scored = {name: run for name, run in runs.items() if name == "torch fp32" or name in entries}
-    result["quality"] = scored_quality(args, scored, entries, tokenizer, inputs)
-    result["load_average_before"] = load_average()
-    result["lengths"] = measure_lengths(runs, tokenizer, inputs, args)
-    result["load_average_after"] = load_average()
-    section, title = section_and_title(result["cpu_flags"])
-    finish_cpu_run(section, title, ORDER, record_tables(result), args.output, result)
-
-
-if __name__ == "__main__":
-    main()
+    scored = {name: run for name, run in runs.items() if name == serving.TORCH or name in entries}
+    return serving.variants_result(args, entries, runs, scored, tokenizer, inputs)

@@ -1,6 +1,6 @@
 """SpecTemp auto mode vs PCA, the reference rule, prefix truncation and the oracle γ*, per held-out set.
 
-Same setting as bench_projection_quality.py (its cached embeddings are reused): the embedded all-MiniLM-L6-v2 as
+Same setting as the projection-quality bench (its cached embeddings are reused): the embedded all-MiniLM-L6-v2 as
 a DumpEmbed K=0 mean-pooling folder, fitted on data/StdlibCodeTrain, evaluated on ManPages, PyFAQ and StdlibCode.
 Auto mode runs exactly what `hf-dumpembed fit --method spectemp --mode auto` runs after its encoding pass
 (`build_pseudo_queries`, the pseudo-query texts encoded, `select_auto` on the corpus spectrum), here on the cached
@@ -8,8 +8,8 @@ corpus vectors, which are the ones the fit's pass would produce. It sees no held
 γ*(k) maximises the held-out mean over the grid 0..1 step 0.05 of the paper's (centred) map — an upper bound for
 the reference family, not a method; auto may also choose the uncentred map or prefix truncation.
 
-    python scripts/bench/bench_spectemp_auto.py                      # writes scripts/bench/results/spectemp-auto.json
-    python scripts/bench/bench_spectemp_auto.py --seeds 1999 5 2026  # pseudo-query samples (first seed recorded)
+    python scripts/bench/benchmarks.py spectemp-auto          # writes scripts/bench/results/spectemp-auto.json
+    python scripts/bench/benchmarks.py spectemp-auto --seeds 1999 5 2026   # pseudo-query samples (first recorded)
 
 Figures: scripts/bench/figures/spectemp_auto_gamma.png (γ(k), reference rule vs auto) and
 spectemp_auto_pseudo_ndcg.png (pseudo-query nDCG@10 vs γ at k = 32, 64, 128, 256).
@@ -19,19 +19,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import time
-from datetime import date
 from pathlib import Path
 
-import bench_projection_quality as quality
 import numpy as np
-import torch
-from benchmarks import Table, earlier_results, finish_run, save_results, say
+from benchmarks import Table, finish_run, run_or_rerecord, say
+from harness import Subparsers, bench_parser
 
+from benches import projection_quality as quality
 from hf_dumpembed.projections.corpus import read_corpus
 from hf_dumpembed.projections.encode import encode_texts
-from hf_dumpembed.projections.fit import load_for_fit
 from hf_dumpembed.projections.maths import reference_maps
 from hf_dumpembed.projections.maths.auto_selection import (
     DEFAULT_RULE_WEIGHT,
@@ -43,14 +40,10 @@ from hf_dumpembed.projections.maths.auto_selection import (
 )
 from hf_dumpembed.projections.maths.pseudo_queries import DEFAULT_MAX_PAIRS, build_pseudo_queries
 from hf_dumpembed.projections.maths.reference_maps import LinearMap
-from hf_dumpembed.projections.maths.spectrum import eigendecompose
-from hf_dumpembed.projections.maths.statistics import StreamingStats
 from hf_dumpembed.projections.methods.spectemp import auto_reference_curve
 from hf_dumpembed.projections.plots import plot_gamma, plot_pseudo_scores
-from hf_dumpembed.remote.modeling_dumpembed import DumpProjection
 
 DIMS = (32, 64, 128, 256, 384)
-TARGET_DIMS = (32, 64, 128, 256)
 FIGURES = Path("scripts/bench/figures")
 SECTION = ("spectemp-auto", 21, "SpecTemp auto mode: γ(k) chosen from the fit corpus alone (pseudo-queries)")
 
@@ -62,11 +55,11 @@ def timed_encode(model, tokenizer, texts: list[str], cache: Path, batch_size: in
         return np.load(cache), json.loads(seconds_file.read_text())["seconds"]
     started = time.perf_counter()
     vectors = encode_texts(model, tokenizer, texts, batch_size, desc=cache.stem)
-    seconds = time.perf_counter() - started
+    wall = time.perf_counter() - started
     cache.parent.mkdir(parents=True, exist_ok=True)
     np.save(cache, vectors)
-    seconds_file.write_text(json.dumps({"seconds": seconds, "texts": len(texts)}))
-    return vectors, seconds
+    seconds_file.write_text(json.dumps({"seconds": wall, "texts": len(texts)}))
+    return vectors, wall
 
 
 def heldout_grids(spectrum, sets: dict, cache: Path) -> dict[int, dict[float, dict[str, float]]]:
@@ -125,19 +118,14 @@ def token_count(tokenizer, texts: list[str]) -> int:
     return sum(len(ids) for ids in tokenizer(texts, truncation=True)["input_ids"])
 
 
-def run(args: argparse.Namespace) -> dict:
-    from hf_dumpembed.data.assets import default_encoder_path
-
-    folder = args.model or quality.build_model(default_encoder_path(), quality.ROOT / "minilm-k0-mean", "mean")
-    model, tokenizer = load_for_fit(folder)
-    model.config.normalize_pooled = True
-    model.projection = DumpProjection(model.config.hidden_size, model.config.hidden_size)
+def measure(args: argparse.Namespace) -> dict:
+    model, tokenizer = quality.encoder_model(args.model)
     corpus = read_corpus(args.data / quality.FIT_SET)
     cache = quality.ROOT / "cache" / args.tag
     train, corpus_seconds = timed_encode(model, tokenizer, corpus.texts, cache / f"{quality.FIT_SET}-corpus.npy",
                                          args.batch_size)
     sets = quality.encode_sets(model, tokenizer, args.data, args.tag, args.batch_size)
-    spectrum = eigendecompose(StreamingStats(train.shape[1]).update(train))
+    spectrum = quality.corpus_spectrum(train)
     d = spectrum.dim
     curve = auto_reference_curve(spectrum)
     runs = []
@@ -186,7 +174,6 @@ def run(args: argparse.Namespace) -> dict:
     plot_gamma(curve, FIGURES / f"spectemp_auto_gamma{suffix}.png", auto=main_run["selection"])
     plot_pseudo_scores(main_run["selection"], FIGURES / f"spectemp_auto_pseudo_ndcg{suffix}.png")
     return {
-        "date": date.today().isoformat(),
         "model": "all-MiniLM-L6-v2 (DumpEmbed K=0, mean pooling)" if args.model is None else args.tag,
         "fit_texts": len(corpus.texts), "fit_sha256": corpus.sha256, "knee": curve.knee,
         "pseudo_queries": len(main_run["pairs"]), "pseudo_query_candidates": main_run["pairs"].candidates,
@@ -253,34 +240,20 @@ def write(results: dict, fresh: bool, section: str = SECTION[0], order: int | No
     finish_run(section, tables, title=title, order=order, measured=fresh, date=results["date"])
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=Path("data"))
-    parser.add_argument("--batch-size", type=int, default=32)
+def register(subparsers: Subparsers) -> None:
+    parser = bench_parser(subparsers, __name__, __doc__, run)
+    quality.add_fit_arguments(parser, quality.ROOT / "spectemp_auto.json")
     parser.add_argument("--pseudo-queries", type=int, default=DEFAULT_MAX_PAIRS)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1999, 5, 2026],
                         help="pseudo-query sample seeds; the first one is the reported auto row, all enter "
                         "seeds_mean / seeds_min")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--output", type=Path, default=quality.ROOT / "spectemp_auto.json")
-    parser.add_argument("--record-only", action="store_true", help="rewrite the record from --output")
     parser.add_argument("--model", type=Path, default=None,
                         help="a DumpEmbed folder to fit (default: all-MiniLM-L6-v2 built as K=0, mean pooling)")
     parser.add_argument("--tag", default="minilm", help="cache folder and figure suffix for --model")
     parser.add_argument("--section", default=SECTION[0], help="the BENCHMARKS.md section record to write")
     parser.add_argument("--order", type=int, default=None,
                         help="render position of a new --section (default: 21 for the main one, 22 for others)")
-    args = parser.parse_args()
-    earlier = earlier_results(args)
-    if earlier is not None:
-        write(earlier, fresh=False, section=args.section, order=args.order)
-        return
-    torch.set_num_threads(args.threads)
-    logging.basicConfig(level=logging.WARNING)
-    results = run(args)
-    save_results(args.output, results)
-    write(results, fresh=True, section=args.section, order=args.order)
 
 
-if __name__ == "__main__":
-    main()
+def run(args: argparse.Namespace) -> None:
+    run_or_rerecord(args, measure, lambda results, fresh: write(results, fresh, args.section, args.order))

@@ -1,6 +1,6 @@
 """Quantized outputs: nDCG@10 against bytes per vector, k × {fp32, int8, binary, binary + rescoring}, per method.
 
-Same setting as bench_projection_quality.py and bench_spectemp_auto.py (their cached embeddings are reused): the
+Same setting as the projection-quality and spectemp-auto benches (their cached embeddings are reused): the
 embedded all-MiniLM-L6-v2 as a DumpEmbed K=0 mean-pooling folder; every map and every calibration is fitted on
 data/StdlibCodeTrain (training text only) and evaluated on ManPages, PyFAQ and StdlibCode (test qrels, disjoint
 from the fit text). Each set is encoded once; the projections (the fit's own `fit_spectral` / `Truncate.fit_dim`
@@ -25,31 +25,26 @@ Ties rank in corpus order, as a flat index returns them.
 The calibration statistics are measured too (int8 range: min/max or percentiles; binary threshold: 0 or the
 median), which is how `fit`'s defaults were chosen.
 
-    python scripts/bench/bench_quant_frontier.py        # writes scripts/bench/results/quant-frontier.json
+    python scripts/bench/benchmarks.py quant-frontier   # writes scripts/bench/results/quant-frontier.json
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
-import os
-from datetime import date
 from pathlib import Path
 
-import bench_projection_quality as quality
 import numpy as np
-import torch
-from bench_spectemp_auto import timed_encode
-from benchmarks import Table, earlier_results, finish_run, save_results, say
+from benchmarks import Table, finish_run, run_or_rerecord, say
+from harness import Subparsers, bench_parser, load_recorded
 
+from benches import projection_quality as quality
+from benches.spectemp_auto import timed_encode
 from hf_dumpembed.evaluation.metrics import metrics_from_results
 from hf_dumpembed.model.quantization import bytes_per_vector
 from hf_dumpembed.projections import quantization_ranges
 from hf_dumpembed.projections.corpus import read_corpus
-from hf_dumpembed.projections.fit import FitOptions, load_for_fit
+from hf_dumpembed.projections.fit import FitOptions
 from hf_dumpembed.projections.maths.pseudo_queries import DEFAULT_MAX_PAIRS, build_pseudo_queries
-from hf_dumpembed.projections.maths.spectrum import eigendecompose
-from hf_dumpembed.projections.maths.statistics import StreamingStats
 from hf_dumpembed.projections.methods.base import PseudoSet
 from hf_dumpembed.projections.methods.fixed import Truncate
 from hf_dumpembed.projections.registry import fit_spectral
@@ -145,18 +140,22 @@ def projections(spectrum, corpus_texts: list[str], train: np.ndarray, model, tok
             "raw model": DumpProjection(d, d)}
 
 
-def run(args: argparse.Namespace) -> dict:
-    from hf_dumpembed.data.assets import default_encoder_path
+def measure(args: argparse.Namespace) -> dict:
+    """``frontier`` with the load averages before and after it."""
+    result: dict = {}
+    with load_recorded(result):
+        result.update(frontier(args))
+    return result
 
-    folder = quality.build_model(default_encoder_path(), quality.ROOT / "minilm-k0-mean", "mean")
-    model, tokenizer = load_for_fit(folder)
-    model.config.normalize_pooled = True
-    model.projection = DumpProjection(model.config.hidden_size, model.config.hidden_size)
+
+def frontier(args: argparse.Namespace) -> dict:
+    """Every method × k × precision on the held-out sets, and the calibration statistics' ablation."""
+    model, tokenizer = quality.encoder_model()
     corpus = read_corpus(args.data / quality.FIT_SET)
     cache = quality.ROOT / "cache" / "minilm"
     train = quality.encode(model, tokenizer, corpus.texts, cache / f"{quality.FIT_SET}-corpus.npy", args.batch_size)
     sets = quality.encode_sets(model, tokenizer, args.data, "minilm", args.batch_size)
-    spectrum = eigendecompose(StreamingStats(train.shape[1]).update(train))
+    spectrum = quality.corpus_spectrum(train)
     d = spectrum.dim
     maps = projections(spectrum, corpus.texts, train, model, tokenizer, cache, args.batch_size)
     sample = train[quantization_ranges.calibration_sample(len(train), 1999)]
@@ -186,18 +185,13 @@ def run(args: argparse.Namespace) -> dict:
             at = {r["precision"]: r["mean"] for r in rows if r["method"] == method and r["k"] == k}
             say(f"{method} k={k}: " + ", ".join(f"{p} {v:.4f}" for p, v in at.items()))
     return {
-        "date": date.today().isoformat(),
         "model": "all-MiniLM-L6-v2 (DumpEmbed K=0, mean pooling)",
         "fit_texts": len(corpus.texts), "fit_sha256": corpus.sha256, "calibration_texts": len(sample),
         "defaults": {"int8_percentile": quantization_ranges.INT8_PERCENTILE,
                      "binary_threshold": quantization_ranges.BINARY_THRESHOLD},
         "auto_routes": {str(k): maps["SpecTemp auto"].route(k) for k in DIMS},
-        "load_average": list(os.getloadavg()), "rows": rows, "ablation": ablation,
+        "rows": rows, "ablation": ablation,
     }
-
-
-def _cell(row: dict) -> str:
-    return f"{row['mean']:.4f}"
 
 
 def frontier_table(results: dict) -> Table:
@@ -257,28 +251,13 @@ def write(results: dict, fresh: bool) -> None:
     tables[1].caption = "The frontier: each configuration that beats every smaller one (per-set nDCG@10):"
     tables[2].caption = ("Calibration statistics (mean nDCG@10), all measured on the fit corpus: int8 range = "
                          "min/max or the p-th to (100 − p)-th percentile; binary threshold = 0 or the median:")
-    finish_run(section, tables, title=title, order=order, measured=fresh, date=results["date"],
-               load_average=results.get("load_average"))
+    finish_run(section, tables, title=title, order=order, measured=fresh, result=results)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=Path("data"))
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--output", type=Path, default=quality.ROOT / "quant_frontier.json")
-    parser.add_argument("--record-only", action="store_true", help="rewrite the record from --output")
-    args = parser.parse_args()
-    earlier = earlier_results(args)
-    if earlier is not None:
-        write(earlier, fresh=False)
-        return
-    torch.set_num_threads(args.threads)
-    logging.basicConfig(level=logging.WARNING)
-    results = run(args)
-    save_results(args.output, results)
-    write(results, fresh=True)
+def register(subparsers: Subparsers) -> None:
+    parser = bench_parser(subparsers, __name__, __doc__, run)
+    quality.add_fit_arguments(parser, quality.ROOT / "quant_frontier.json")
 
 
-if __name__ == "__main__":
-    main()
+def run(args: argparse.Namespace) -> None:
+    run_or_rerecord(args, measure, write)

@@ -1,6 +1,6 @@
 """OpenVINO int8: what each NNCF choice does to speed and quality, one option at a time, beside f32 and bf16.
 
-Model and export as in bench_onnx.py (--model, --onnx: an `export-onnx --openvino` folder; its f32 IR is quantised
+Model and export as in the onnx bench (--model, --onnx: an `export-onnx --openvino` folder; its f32 IR is quantised
 here again for every variant). Variants (`hf_dumpembed.export.openvino_int8_static.Int8Options`,
 `export-onnx --int8-...`):
 NNCF's defaults for transformers (performance preset, SmoothQuant alpha 0.95, 300 calibration texts), then one
@@ -18,7 +18,7 @@ held-out sets). Each variant's IR is written under --work and reused by a later 
   what stays float: only differs from f32 on CPUs with AVX512-BF16/AMX);
   same length-sorted batches, interleaved per batch, medians over --repeats, short and long texts apart.
 
-    python scripts/bench/bench_openvino_int8.py --model runs/qs/minilm-k4-spectemp128 --onnx runs/qs/onnx \
+    python scripts/bench/benchmarks.py openvino-int8 --model runs/qs/minilm-k4-spectemp128 --onnx runs/qs/onnx \
         --short 128 --long 64 --repeats 5 --max-queries 200 --max-documents 400 --output runs/bench_ov_int8.json
 
 It writes the BENCHMARKS.md record of this CPU's class (openvino-int8-<class>: the speed ranking changes with the
@@ -28,36 +28,29 @@ instruction sets; the quality columns do not depend on them).
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
-import sys
 from dataclasses import asdict, dataclass
-from datetime import date
 from pathlib import Path
 
-import torch
+from benchmarks import Table, add_output_arguments, say
+from harness import Subparsers, bench_parser
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_onnx import add_serving_arguments, class_record_only, finish_cpu_run, measure_lengths  # noqa: E402
-from benchmarks import Table, add_output_arguments  # noqa: E402
-from int8_variants import add_variant_arguments, cached_variants, chosen_variants, scored_quality  # noqa: E402
-
-from hf_dumpembed.data.beir import load_beir  # noqa: E402
-from hf_dumpembed.data.corpora import TRAIN_COLLECTION  # noqa: E402
-from hf_dumpembed.export.artefacts import (  # noqa: E402
+from benches import _serving as serving
+from hf_dumpembed.data.beir import load_beir
+from hf_dumpembed.data.corpora import TRAIN_COLLECTION
+from hf_dumpembed.export.artefacts import (
     OPENVINO_DIR,
     OPENVINO_FILE,
     OPENVINO_INT8_DYNAMIC_FILE,
     OPENVINO_INT8_FILE,
     OUTPUT_NAME,
 )
-from hf_dumpembed.export.openvino_int8_dynamic import COMPRESSION_MODE, compress_openvino_int8  # noqa: E402
-from hf_dumpembed.export.openvino_int8_static import SMOOTH_QUANT_OFF, Int8Options, quantize_openvino_int8  # noqa: E402
-from hf_dumpembed.export.openvino_ir import calibration_inputs, calibration_sample, openvino_runner  # noqa: E402
-from hf_dumpembed.export.runtimes import available_runtimes  # noqa: E402
-from hf_dumpembed.export.serve_bench import cpu_class, cpu_flags, load_average  # noqa: E402
+from hf_dumpembed.export.openvino_int8_dynamic import COMPRESSION_MODE, compress_openvino_int8
+from hf_dumpembed.export.openvino_int8_static import SMOOTH_QUANT_OFF, Int8Options, quantize_openvino_int8
+from hf_dumpembed.export.openvino_ir import calibration_inputs, calibration_sample, openvino_runner
+from hf_dumpembed.export.runtimes import available_runtimes
+from hf_dumpembed.export.serve_bench import cpu_flags
 
-ORDER = 17
+SECTION, ORDER, TITLE = "openvino-int8", 17, "OpenVINO int8 options on {}: each NNCF choice, speed and quality"
 BASELINES = ("torch fp32", "OpenVINO f32", "OpenVINO bf16")
 DEFAULTS_BF16 = "int8 defaults, float parts bf16"
 DYNAMIC = "dynamic int8 (int8 weights, activations at run time)"
@@ -84,9 +77,20 @@ VARIANTS = {
 ACCURACY_CONTROL = {"accuracy control": Int8Options(max_cosine_drop=0.002)}
 
 
-def section_and_title(flags: list[str]) -> tuple[str, str]:
-    slug, description = cpu_class(flags)
-    return f"openvino-int8-{slug}", f"OpenVINO int8 options on {description}: each NNCF choice, speed and quality"
+
+def register(subparsers: Subparsers) -> None:
+    parser = bench_parser(subparsers, __name__, __doc__, run)
+    serving.add_int8_arguments(parser, "runs/bench_ov_int8", list(VARIANTS),
+                               onnx_help="its export-onnx --openvino folder")
+    parser.add_argument("--accuracy-control", action="store_true",
+                        help="add NNCF's accuracy-aware variant (slow: it re-validates after every quantiser it "
+                             "returns to float)")
+    serving.add_serving_arguments(parser, short=128, long=64)
+    add_output_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> None:
+    serving.run_serving(args, measure, ORDER, SECTION, TITLE, variant_table)
 
 
 def quantized_variants(xml: Path, work: Path, variants: dict[str, Int8Options], tokenizer, inputs: list[str],
@@ -95,10 +99,10 @@ def quantized_variants(xml: Path, work: Path, variants: dict[str, Int8Options], 
     def quantise(options: Int8Options, target: Path) -> dict:
         items = calibration_inputs(tokenizer, calibration_sample(texts, options.texts_needed), inputs)
         entry = quantize_openvino_int8(xml, target, items, options, OUTPUT_NAME)
-        print(f"{entry['float_nodes']} nodes kept float", flush=True)  # noqa: T201
+        say(f"{entry['float_nodes']} nodes kept float")
         return entry
 
-    return cached_variants(work, variants, OPENVINO_INT8_FILE, quantise)
+    return serving.cached_variants(work, variants, OPENVINO_INT8_FILE, quantise)
 
 
 @dataclass(frozen=True)
@@ -116,7 +120,8 @@ def dynamic_variant(xml: Path, work: Path) -> dict:
         return {**entry, "options": asdict(options), "float_nodes": "-",
                 "options_text": options.describe(entry["group_size"])}
 
-    return cached_variants(work / "dynamic", {DYNAMIC: DynamicInt8()}, OPENVINO_INT8_DYNAMIC_FILE, compress)[DYNAMIC]
+    return serving.cached_variants(work / "dynamic", {DYNAMIC: DynamicInt8()}, OPENVINO_INT8_DYNAMIC_FILE,
+                                   compress)[DYNAMIC]
 
 
 def variant_table(result: dict) -> Table:
@@ -125,22 +130,15 @@ def variant_table(result: dict) -> Table:
     rows = []
     speed_names = next(iter(lengths.values()))["speed"]
     bf16_rows = {name: result["variants"][source] for name, source in BF16_COMPILED.items() if name in speed_names}
-    for name, entry in {**{n: None for n in BASELINES if n != "torch fp32"}, **result["variants"],
-                        **bf16_rows}.items():
+    baselines = {n: None for n in BASELINES if n != serving.TORCH}
+    for name, entry in {**baselines, **result["variants"], **bf16_rows}.items():
         row = [name, entry["options_text"] if entry else "-", entry["float_nodes"] if entry else "-",
                entry["quantise_seconds"] if entry else "-"]
         if quality and name in next(iter(quality.values())):
-            base = statistics.mean(quality[c]["torch fp32"]["ndcg_at_10"] for c in quality)
-            mine = statistics.mean(quality[c][name]["ndcg_at_10"] for c in quality)
-            row += [mine / base - 1, min(quality[c][name]["min_cosine"] for c in quality)]
+            row += [serving.ndcg_change(quality, name), min(quality[c][name]["min_cosine"] for c in quality)]
         else:
             row += ["-", "-"]
-        for run in lengths.values():
-            base_s = run["speed"]["torch fp32"]["median_s"]
-            bf16_s = run["speed"]["OpenVINO bf16"]["median_s"]
-            mine_s = run["speed"][name]["median_s"]
-            row += [base_s / mine_s, bf16_s / mine_s]
-        rows.append(row)
+        rows.append(row + serving.speedups(lengths, name, (serving.TORCH, "OpenVINO bf16")))
     speed_columns = [c for length in lengths for c in (f"{length} vs torch fp32", f"{length} vs OpenVINO bf16")]
     columns = ["runtime / variant", "options", "float nodes", "quantise s", "mean nDCG@10 change vs torch",
                "min cosine", *speed_columns]
@@ -153,37 +151,16 @@ def variant_table(result: dict) -> Table:
                           **{c: 2 for c in speed_columns}})
 
 
-def record_tables(result: dict) -> list[Table]:
-    from bench_onnx import record_tables as onnx_tables
-
-    return [variant_table(result), *onnx_tables(result)]
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", type=Path, required=True, help="a DumpEmbed folder")
-    parser.add_argument("--onnx", type=Path, required=True, help="its export-onnx --openvino folder")
-    parser.add_argument("--accuracy-control", action="store_true",
-                        help="add NNCF's accuracy-aware variant (slow: it re-validates after every quantiser it "
-                             "returns to float)")
-    add_serving_arguments(parser, short=128, long=64)
-    add_variant_arguments(parser, "runs/bench_ov_int8", list(VARIANTS))
-    add_output_arguments(parser)
-    args = parser.parse_args()
-    if class_record_only(args, ORDER, record_tables, section_and_title):
-        return
-    torch.set_num_threads(args.threads)
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(str(args.model), trust_remote_code=True)
-    inputs = json.loads((args.onnx / "onnx_export.json").read_text())["inputs"]
+def measure(args: argparse.Namespace) -> dict:
+    """Every variant quantised (or reused), scored on the held-out sets, then timed beside f32 and bf16."""
+    tokenizer, inputs = serving.export_inputs(args.model, args.onnx)
     train = load_beir(args.data_dir / TRAIN_COLLECTION, "train")
     texts = [train.document_text(d) for d in train.corpus] + list(train.queries.values())
     variants = {**VARIANTS, **(ACCURACY_CONTROL if args.accuracy_control else {})}
-    variants = chosen_variants(variants, args.variants)
-    entries = quantized_variants(args.onnx / OPENVINO_DIR / OPENVINO_FILE, args.work, variants, tokenizer, inputs,
-                                 texts)
-    entries[DYNAMIC] = dynamic_variant(args.onnx / OPENVINO_DIR / OPENVINO_FILE, args.work)
+    variants = serving.chosen_variants(variants, args.variants)
+    xml = args.onnx / OPENVINO_DIR / OPENVINO_FILE
+    entries = quantized_variants(xml, args.work, variants, tokenizer, inputs, texts)
+    entries[DYNAMIC] = dynamic_variant(xml, args.work)
     opened, _ = available_runtimes(args.onnx, args.model, args.threads)
     runs = {runtime.name: runtime.run for runtime in opened if runtime.name in BASELINES}
     for name, entry in entries.items():
@@ -191,19 +168,7 @@ def main() -> None:
     for name, source in BF16_COMPILED.items():
         if source in entries:
             runs[name] = openvino_runner(Path(entries[source]["path"]), "bf16", OUTPUT_NAME, args.threads)
-    result = {"date": date.today().isoformat(), "threads": args.threads, "repeats": args.repeats,
-              "batch_size": args.batch_size, "max_length": args.max_length, "cpu_flags": cpu_flags(),
-              "variants": entries}
-    native_bf16 = any(flag in result["cpu_flags"] for flag in ("avx512_bf16", "amx_bf16"))
+    native_bf16 = any(flag in cpu_flags() for flag in ("avx512_bf16", "amx_bf16"))
     scored = {name: run for name, run in runs.items()  # the fp32 graphs match torch; bf16 runs as f32 without it
               if name not in ("OpenVINO f32", "OpenVINO bf16") and (native_bf16 or name not in BF16_COMPILED)}
-    result["quality"] = scored_quality(args, scored, entries, tokenizer, inputs)
-    result["load_average_before"] = load_average()
-    result["lengths"] = measure_lengths(runs, tokenizer, inputs, args)
-    result["load_average_after"] = load_average()
-    section, title = section_and_title(result["cpu_flags"])
-    finish_cpu_run(section, title, ORDER, record_tables(result), args.output, result)
-
-
-if __name__ == "__main__":
-    main()
+    return serving.variants_result(args, entries, runs, scored, tokenizer, inputs)

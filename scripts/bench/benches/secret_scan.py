@@ -9,7 +9,7 @@ the numbers are the scan's CPU cost, not the disk's. Reported are medians over r
 and seconds per GB, whose ratio to the smallest file's says whether the time is linear in the size. The 1-minute
 load average is recorded before and after.
 
-    python scripts/bench/bench_secret_scan.py --sizes-mb 90 1200 --repeats 5 --output runs/bench_secret_scan.json
+    python scripts/bench/benchmarks.py secret-scan --sizes-mb 90 1200 --repeats 5 --output runs/bench_secret_scan.json
 
 It writes its BENCHMARKS.md section record (scripts/bench/results/secret-scan.json) when it finishes (not with
 --no-record, for smoke runs such as ``--sizes-mb 5 20 --repeats 2 --no-record``); --record-only rewrites that
@@ -20,16 +20,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import statistics
 import struct
 import tempfile
 import time
-from datetime import date
 from pathlib import Path
 
 import numpy as np
-from benchmarks import RESULTS_DIR, Table, add_output_arguments, finish_run, record_only
+from benchmarks import RESULTS_DIR, Table, add_output_arguments, finish_run, run_or_rerecord
+from harness import Subparsers, bench_parser, load_recorded, medians, rotation
 
 from hf_dumpembed.publishing import secret_bytes
 from hf_dumpembed.publishing.staging_safety import safetensors_problem
@@ -82,10 +80,10 @@ def scan(path: Path) -> float:
     started = time.perf_counter()
     with path.open("rb") as handle:
         found = secret_bytes.scan_stream(handle, path.stat().st_size)
-    seconds = time.perf_counter() - started
+    wall = time.perf_counter() - started
     if found:
         raise SystemExit(f"{path}: the byte scan reports {found} in random numbers: a false positive.")
-    return seconds
+    return wall
 
 
 def measure(args: argparse.Namespace) -> dict:
@@ -96,17 +94,18 @@ def measure(args: argparse.Namespace) -> dict:
         for path in files.values():  # warm-up: page cache, allocator
             read_only(path)
             scan(path)
-        load_before = os.getloadavg()
+        result = {"repeats": args.repeats, "chunk_bytes": secret_bytes.CHUNK_BYTES,
+                  "overlap_bytes": secret_bytes.OVERLAP_BYTES}
         times = {(mb, what): [] for mb in files for what in ("read", "scan")}
-        order = list(files)
-        for repeat in range(args.repeats):
-            for mb in order[repeat % len(order):] + order[: repeat % len(order)]:
-                times[(mb, "read")].append(read_only(files[mb]))
-                times[(mb, "scan")].append(scan(files[mb]))
-        load_after = os.getloadavg()
+        with load_recorded(result):
+            for repeat in range(args.repeats):
+                for mb in rotation(list(files), repeat):
+                    times[(mb, "read")].append(read_only(files[mb]))
+                    times[(mb, "scan")].append(scan(files[mb]))
+    median = medians(times)
     rows = []
     for mb, size in sizes.items():
-        read_s, scan_s = (statistics.median(times[(mb, what)]) for what in ("read", "scan"))
+        read_s, scan_s = median[(mb, "read")], median[(mb, "scan")]
         rows.append({"size_mb": size / 1e6, "bytes": size, "read_s": read_s, "scan_s": scan_s,
                      "read_mb_s": size / 1e6 / read_s, "scan_mb_s": size / 1e6 / scan_s,
                      "scan_s_per_gb": scan_s / (size / 1e9), "scan_times_s": times[(mb, "scan")],
@@ -114,9 +113,7 @@ def measure(args: argparse.Namespace) -> dict:
     smallest = rows[0]["scan_s_per_gb"]
     for row in rows:
         row["per_gb_vs_smallest"] = row["scan_s_per_gb"] / smallest
-    return {"date": date.today().isoformat(), "repeats": args.repeats, "chunk_bytes": secret_bytes.CHUNK_BYTES,
-            "overlap_bytes": secret_bytes.OVERLAP_BYTES, "load_average_before": list(load_before),
-            "load_average_after": list(load_after), "rows": rows}
+    return {**result, "rows": rows}
 
 
 def record_tables(result: dict) -> list[Table]:
@@ -137,26 +134,24 @@ def draft_reading(result: dict) -> str:
             f"{rows[-1]['per_gb_vs_smallest']:.2f}× the smallest's (1.00 = linear in the size).")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def register(subparsers: Subparsers) -> None:
+    parser = bench_parser(subparsers, __name__, __doc__, run)
     parser.add_argument("--sizes-mb", type=float, nargs="+", default=[90, 1200],
                         help="file sizes in MB (10^6 bytes), smallest first (default: 90 1200)")
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats per file (default: 5)")
     parser.add_argument("--dir", type=Path, default=None, help="where to write the temporary files (default: TMPDIR)")
     parser.add_argument("--no-record", action="store_true", help="do not write the section record (smoke runs)")
     add_output_arguments(parser)
-    args = parser.parse_args()
-    if record_only(args, SECTION, record_tables, TITLE, ORDER):
-        return
+
+
+def run(args: argparse.Namespace) -> None:
     if sorted(args.sizes_mb) != args.sizes_mb or len(set(args.sizes_mb)) != len(args.sizes_mb):
         raise SystemExit("--sizes-mb: give distinct sizes, smallest first (e.g. --sizes-mb 90 1200).")
-    result = measure(args)
+    run_or_rerecord(args, measure, lambda result, fresh: record(result, fresh, args.no_record))
+
+
+def record(result: dict, fresh: bool, no_record: bool) -> None:
     new = not (RESULTS_DIR / f"{SECTION}.json").is_file()
-    finish_run(SECTION, record_tables(result), title=TITLE, order=ORDER,
-               load_average=result["load_average_before"], load_average_after=result["load_average_after"],
-               setup=SETUP if new else None, reading=draft_reading(result) if new else None, output=args.output,
-               result=result, record=not args.no_record, summary=f"{args.repeats} repeats", show=True)
-
-
-if __name__ == "__main__":
-    main()
+    finish_run(SECTION, record_tables(result), title=TITLE, order=ORDER, measured=fresh, result=result,
+               setup=SETUP if new else None, reading=draft_reading(result) if new else None, record=not no_record,
+               summary=f"{result['repeats']} repeats", show=True)

@@ -13,8 +13,8 @@ prompt, PromptEOL and ECHO, each with EmbedFilter τ = 1 (identity), 2 and 4.
 Embeddings are the model's L2-normalised pooled vectors (what a fitted folder's projection reads), cached under
 runs/bench_projection/; scores use hf_dumpembed.evaluation.retrieval_metrics (mteb's metric code).
 
-    python scripts/bench/bench_projection_quality.py                 # encoder part
-    python scripts/bench/bench_projection_quality.py --decoder-only  # decoder part
+    python scripts/bench/benchmarks.py projection-quality                 # encoder part
+    python scripts/bench/benchmarks.py projection-quality --decoder-only  # decoder part
 
 Each part writes its BENCHMARKS.md section record (scripts/bench/results/projection.json, decoder-zero-shot.json)
 when it finishes; --record-only rewrites both tables from an existing --output file without computing anything.
@@ -24,13 +24,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
-from datetime import date
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-import torch
-from benchmarks import Table, earlier_results, finish_run, save_results, say
+from benchmarks import Table, add_output_arguments, finish_run, run_or_rerecord, say
+from harness import Subparsers, add_threads, bench_parser
 
 from hf_dumpembed.data.beir import document_text, load_beir
 from hf_dumpembed.data.corpora import EVAL_COLLECTIONS, TRAIN_COLLECTION
@@ -54,6 +53,32 @@ RATIOS = (1, 2, 4)
 # mteb needs k=1 among the cutoffs; 1000 would only slow the exact ranking down (nDCG@10 is unchanged).
 K_VALUES = (1, 3, 5, 10, 20, 100)
 ROOT = Path("runs/bench_projection")
+
+
+def add_fit_arguments(parser: Any, output: Path) -> None:
+    """--data, --batch-size, --threads, --output and --record-only, as the benches of this setting read them."""
+    parser.add_argument("--data", type=Path, default=Path("data"), help="the built collections (default: data)")
+    parser.add_argument("--batch-size", type=int, default=32)
+    add_threads(parser)
+    add_output_arguments(parser, default=output)
+
+
+def encoder_model(folder: Path | None = None) -> tuple[Any, Any]:
+    """``folder`` (default: all-MiniLM-L6-v2 built as K=0 with mean pooling) loaded as `fit` loads it: pooled vectors
+    of unit length, no projection (the identity)."""
+    if folder is None:
+        from hf_dumpembed.data.assets import default_encoder_path
+
+        folder = build_model(default_encoder_path(), ROOT / "minilm-k0-mean", "mean")
+    model, tokenizer = load_for_fit(folder)
+    model.config.normalize_pooled = True
+    model.projection = DumpProjection(model.config.hidden_size, model.config.hidden_size)
+    return model, tokenizer
+
+
+def corpus_spectrum(train: np.ndarray) -> Any:
+    """The spectrum of the fit corpus's vectors, as `fit` computes it."""
+    return eigendecompose(StreamingStats(train.shape[1]).update(train))
 
 
 def build_model(backbone: Path, out: Path, pooling: str) -> Path:
@@ -108,17 +133,12 @@ def ndcg(sets: dict, linear: LinearMap | None) -> dict[str, float]:
 
 
 def encoder_part(args: argparse.Namespace) -> dict:
-    from hf_dumpembed.data.assets import default_encoder_path
-
-    folder = build_model(default_encoder_path(), ROOT / "minilm-k0-mean", "mean")
-    model, tokenizer = load_for_fit(folder)
-    model.config.normalize_pooled = True
-    model.projection = DumpProjection(model.config.hidden_size, model.config.hidden_size)
+    model, tokenizer = encoder_model()
     corpus = read_corpus(args.data / FIT_SET)
     train = encode(model, tokenizer, corpus.texts, ROOT / "cache" / "minilm" / f"{FIT_SET}-corpus.npy",
                    args.batch_size)
     sets = encode_sets(model, tokenizer, args.data, "minilm", args.batch_size)
-    spectrum = eigendecompose(StreamingStats(train.shape[1]).update(train))
+    spectrum = corpus_spectrum(train)
     d = spectrum.dim
     rows = [{"method": "full dimension (baseline)", "k": d, **ndcg(sets, None)}]
     for k in DIMS:
@@ -223,37 +243,28 @@ def write_records(results: dict, parts: tuple[str, ...], fresh: bool) -> None:
                        date=results["date"])
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=Path("data"))
-    parser.add_argument("--batch-size", type=int, default=32)
+def register(subparsers: Subparsers) -> None:
+    parser = bench_parser(subparsers, __name__, __doc__, run)
+    add_fit_arguments(parser, ROOT / "results.json")
     parser.add_argument("--decoder-max-length", type=int, default=256,
                         help="token limit of the decoder inputs before the prompt is composed (default 256)")
     parser.add_argument("--decoder-sets", nargs="+", default=list(EVAL_SETS), choices=EVAL_SETS,
                         help="evaluation sets of the decoder part (default: all three)")
     parser.add_argument("--decoder", action="store_true", help="also run the decoder part")
     parser.add_argument("--decoder-only", action="store_true", help="only the decoder part")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--output", type=Path, default=ROOT / "results.json")
-    parser.add_argument("--record-only", action="store_true",
-                        help="compute nothing: rewrite the section records' tables from the --output JSON")
-    args = parser.parse_args()
-    earlier = earlier_results(args)
-    if earlier is not None:
-        write_records(earlier, ("encoder", "decoder"), fresh=False)
-        return
-    torch.set_num_threads(args.threads)
-    logging.basicConfig(level=logging.WARNING)
+
+
+def run(args: argparse.Namespace) -> None:
+    parts = (() if args.decoder_only else ("encoder",)) + (("decoder",) if args.decoder or args.decoder_only else ())
+    run_or_rerecord(args, measure, lambda results, fresh: write_records(
+        results, parts if fresh else ("encoder", "decoder"), fresh))
+
+
+def measure(args: argparse.Namespace) -> dict:
+    """The parts asked for, added to the earlier --output's (a part not run keeps its earlier results)."""
     results = json.loads(args.output.read_text()) if args.output.exists() else {}
-    results["date"] = date.today().isoformat()
     if not args.decoder_only:
         results["encoder"] = encoder_part(args)
     if args.decoder or args.decoder_only:
         results["decoder"] = decoder_part(args)
-    save_results(args.output, results)
-    parts = (() if args.decoder_only else ("encoder",)) + (("decoder",) if args.decoder or args.decoder_only else ())
-    write_records(results, parts, fresh=True)
-
-
-if __name__ == "__main__":
-    main()
+    return results

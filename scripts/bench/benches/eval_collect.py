@@ -1,10 +1,10 @@
-"""Turn a benchmark's ``{"<run>|<task>": {metric: value}}`` metrics file (as scripts/bench/bench_train_quality.py
-writes it) into report rows, so `hf-dumpembed report` tabulates it with mean ± std over seeds.
+"""Turn a benchmark's ``{"<run>|<task>": {metric: value}}`` metrics file (as the train-quality bench writes it)
+into report rows, so `hf-dumpembed report` tabulates it with mean ± std over seeds.
 
 Run names ``K<k>-seed<n>`` become method ``DumpEmbed K=<k> fine-tuned`` with seed n; ``K<k>-untrained`` becomes
 ``DumpEmbed K=<k> untrained``.
 
-    python scripts/bench/bench_eval_collect.py runs/bench_train/metrics.json runs/eval/train_rows.json
+    python scripts/bench/benchmarks.py eval-collect runs/bench_train/metrics.json runs/eval/train_rows.json
     hf-dumpembed report runs/eval/train_rows.json --baseline "DumpEmbed K=0 fine-tuned"
 """
 
@@ -14,6 +14,9 @@ import argparse
 import json
 import re
 from pathlib import Path
+
+from benchmarks import say
+from harness import Subparsers, bench_parser
 
 _RUN = re.compile(r"^K(?P<k>\d+)-(?:seed(?P<seed>\d+)|untrained)$")
 
@@ -31,16 +34,14 @@ def rows_from_metrics(metrics: dict[str, dict[str, float]], metric: str) -> list
     return rows
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("metrics", type=Path)
-    parser.add_argument("out", type=Path)
+def register(subparsers: Subparsers) -> None:
+    parser = bench_parser(subparsers, __name__, __doc__, run)
+    parser.add_argument("metrics", type=Path, help="the bench's metrics.json")
+    parser.add_argument("out", type=Path, help="the report rows to write (JSON)")
     parser.add_argument("--metric", default="ndcg_at_10")
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace) -> None:
     rows = rows_from_metrics(json.loads(args.metrics.read_text()), args.metric)
     args.out.write_text(json.dumps({"rows": rows}, indent=2) + "\n")
-    print(f"wrote {len(rows)} rows to {args.out}")  # noqa: T201 - a script's one line of output
-
-
-if __name__ == "__main__":
-    main()
+    say(f"wrote {len(rows)} rows to {args.out}")
