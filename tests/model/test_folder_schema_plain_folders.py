@@ -99,7 +99,7 @@ def test_a_plain_folder_whose_config_maps_code_loads_the_stock_class(minilm: Pat
 
 
 def test_train_mines_with_a_plain_sentence_transformers_folder(minilm: Path, tiny_bert: Path, tmp_path: Path) -> None:
-    """The hard-negative miner of scripts/bench/bench_dump_recipe.py's decoder variants: the published MiniLM."""
+    """The hard-negative miner of the dump-recipe bench's decoder variants: the published MiniLM."""
     from hf_dumpembed.training.config import config_from_dict
     from hf_dumpembed.training.trainer import train
     from tests.support.training_fixtures import run_config, write_beir_folder
