@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from huggingface_hub.errors import StrictDataclassError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from transformers import AutoModel, AutoTokenizer
@@ -85,7 +86,7 @@ def test_choosing_k_at_load_time_equals_fitting_at_k(spectemp_folders) -> None:
     assert torch.equal(chosen.projection.matrix, fitted.projection.matrix)
     assert chosen.config.projection_info["dim"] == 8
     assert chosen.config.projection_info["gamma"] == pytest.approx(_info(fit8)["gamma"])
-    with pytest.raises(ValueError, match="projection_dim must be between 1 and"):
+    with pytest.raises(StrictDataclassError, match="projection_dim must be between 1 and"):
         AutoModel.from_pretrained(fit16, trust_remote_code=True, projection_dim=33)
     reference = encode_with_automodel(fit8, TEXTS)
     tokenizer = AutoTokenizer.from_pretrained(fit16, trust_remote_code=True)
