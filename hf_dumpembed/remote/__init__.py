@@ -1,7 +1,8 @@
 """Remote code copied verbatim into every saved DumpEmbed model.
 
-The files in this folder import only ``torch``, ``transformers`` and each other, so a
-saved model loads with ``trust_remote_code=True`` where ``hf_dumpembed`` is not installed.
+The files in this folder import only ``torch``, ``transformers`` (and ``huggingface_hub``, which transformers
+requires) and each other, and read no files, so a saved model loads with ``trust_remote_code=True`` where
+``hf_dumpembed`` is not installed.
 """
 
 from .configuration_dumpembed import DumpEmbedConfig

@@ -1,4 +1,4 @@
-"""Configuration of a DumpEmbed text-embedding model (remote code: torch and transformers only)."""
+"""Configuration of a DumpEmbed text-embedding model (remote code: transformers and the huggingface_hub it requires)."""
 
 from typing import Any, Literal
 
@@ -22,33 +22,18 @@ from transformers.configuration_utils import SubConfigSpec  # noqa: E402
 # The one definition of the pooling modes: DumpEmbed name -> sentence-transformers Pooling mode (None: no stock
 # equivalent). The builder's enum, the CLI choices, the training config and the card derive from it.
 ST_POOLING_MODES: dict[str, str | None] = {
-    "cls": "cls",
-    "last": "lasttoken",
-    "mean": "mean",
-    "max": "max",
-    "mean_sqrt_len_tokens": "mean_sqrt_len_tokens",
-    "weightedmean": "weightedmean",
-    "mean_no_dump": None,
-}
+    "cls": "cls", "last": "lasttoken", "mean": "mean", "max": "max", "mean_sqrt_len_tokens": "mean_sqrt_len_tokens",
+    "weightedmean": "weightedmean", "mean_no_dump": None}
 POOLING_MODES = tuple(ST_POOLING_MODES)
 # Short labels that read "<label> pooling" (model cards, logs).
 POOLING_DESCRIPTIONS: dict[str, str] = {
-    "cls": "[CLS]",
-    "last": "last-token",
-    "mean": "mean",
-    "max": "max",
-    "mean_sqrt_len_tokens": "sum / sqrt(length)",
-    "weightedmean": "position-weighted mean",
-    "mean_no_dump": "mean over every token except the [DUMP] slots",
-}
-# The modes whose pooling finds where each row's real tokens sit, so that left and right padding run it on different
-# positions: cls reads the first real token, last the last one, weightedmean weighs positions counted from the first,
-# mean_no_dump leaves out the [DUMP] slots after it. The others (masked sums and maxima) read every real token alike.
-# The ONNX export checks these modes under both padding sides.
+    "cls": "[CLS]", "last": "last-token", "mean": "mean", "max": "max", "mean_sqrt_len_tokens": "sum / sqrt(length)",
+    "weightedmean": "position-weighted mean", "mean_no_dump": "mean over every token except the [DUMP] slots"}
+# The modes that read positions counted from a row's first or last real token, so left and right padding run them on
+# different positions (the others read every real token alike); the ONNX export checks them under both sides.
 PADDING_SENSITIVE_POOLING: frozenset[str] = frozenset({"cls", "last", "weightedmean", "mean_no_dump"})
 SIMILARITY_FUNCTIONS = ("cosine", "dot", "euclidean", "manhattan")
-# The one definition of the zero-shot prompt modes `compose_prompt` builds: the package's `PromptMode` and the CLI's
-# --prompt choices derive from it.
+# The zero-shot prompt modes `compose_prompt` builds (the package's `PromptMode` and --prompt derive from it).
 PROMPT_MODES = ("prompteol", "echo")
 
 
@@ -56,67 +41,36 @@ PROMPT_MODES = ("prompteol", "echo")
 class DumpEmbedConfig(PreTrainedConfig):
     r"""Configuration of [`DumpEmbedModel`]: a backbone, K [DUMP] tokens, pooling and a linear projection.
 
-    Every field is type-checked by its annotation whenever it is set (``from_pretrained`` kwargs, ``config_kwargs``
-    included); the ``validate_*`` methods check the fields together.
+    Every field is type-checked by its annotation whenever it is set (``from_pretrained`` kwargs and
+    ``config_kwargs`` included); the ``validate_*`` methods check the fields together.
 
     Args:
-        text_config (`dict` or `PreTrainedConfig`):
-            Configuration of the transformer backbone (any encoder or decoder that `AutoModel` builds).
-        num_dump_tokens (`int`, defaults to 0):
-            K, the number of [DUMP] tokens the tokenizer prepends. 0 builds the plain baseline.
-        dump_token_ids (`list[int]`, defaults to `[]`):
-            Vocabulary ids of `[DUMP1]..[DUMPK]`, in order; length must equal `num_dump_tokens`.
-        dump_token_offset (`int`, defaults to 0):
-            Position of `[DUMP1]` counted from the first non-padding token (1 after [CLS] or BOS, 0 otherwise).
-        pooling (`str`, defaults to `"cls"`):
-            One of `POOLING_MODES`: `"cls"`, `"last"`, `"mean"`, `"max"`, `"mean_sqrt_len_tokens"` and
-            `"weightedmean"` compute exactly what sentence-transformers' Pooling modes `cls`, `lasttoken`, `mean`,
-            `max`, `mean_sqrt_len_tokens` and `weightedmean` compute (same padding rules, same accumulation dtype);
-            `"mean_no_dump"` is the mean with the K [DUMP] positions left out ([CLS]/[SEP] count as in the mean).
-        include_prompt (`bool`, defaults to `True`):
-            sentence-transformers' Pooling `include_prompt`: when False, a row that starts with one of
-            `prompt_token_ids_excluded` leaves those positions out of the pooling.
-        prompt_token_ids_excluded (`list[list[int]]`, defaults to `[]`):
-            For `include_prompt=False`: each named prompt as the tokenizer makes it on its own, leading special
-            tokens and [DUMP] tokens included, a trailing special token dropped (sentence-transformers'
-            `prompt_length` rule).
-        dense_layers (`list[dict]`, defaults to `[]`):
-            The source's linear sentence-transformers Dense layers after pooling (`in_features`, `out_features`,
-            `bias`), folded into the one affine map `dense` applied to the pooled state (fp32).
-        prompts (`dict[str, str]`, defaults to `{}`):
-            The named prompts the sentence-transformers files carry, kept so every re-save writes them again.
-        default_prompt_name (`str`, *optional*):
-            The prompt `encode` uses when none is named.
-        similarity_fn_name (`str`, *optional*):
-            The similarity sentence-transformers uses (one of `SIMILARITY_FUNCTIONS`).
-        projection_dim (`int`, *optional*):
-            Output dimension of the stored projection; `None` keeps the pooled embedding's size.
-        normalize (`bool`, defaults to `True`):
-            L2-normalise the projected embedding.
-        projection_info (`dict`, defaults to `{}`):
-            Provenance of a fitted projection (method, k, corpus hash, ...); its `selection` is set exactly when the
-            folder stores what recomposes the map for any k at load time.
-        max_position_embeddings (`int`, *optional*):
-            Longest input the backbone accepts; copied from `text_config` when not given.
-        base_model (`str`, *optional*):
-            The backbone this model was built from (Hub id or local path), for model cards and MTEB metadata.
-        dump_init (`str`, *optional*):
-            How the [DUMP] embedding rows were initialised (`mean`, `cls`, `normal`, `sep` or `sink`).
-        pooling_reason (`str`, *optional*):
-            Why this pooling was chosen at build time, for the model card.
-        training_info (`dict`, defaults to `{}`):
-            What the model was fine-tuned on and how; empty when the folder was only built.
-        normalize_pooled (`bool`, defaults to `False`):
-            L2-normalise the pooled vector before the projection (fitted projections set it: they were fitted on
-            unit-length embeddings).
-        prompt_mode (`str`, *optional*):
-            Zero-shot prompt composed around the text inside the model: `"prompteol"` (template, last-token pooling)
-            or `"echo"` (text twice, mean over the second copy).
-        prompt_token_ids (`dict`, *optional*):
-            Token ids of the prompt pieces: `prefix`, `middle` (ECHO only), `suffix`, and `num_trailing_special`.
-        prefix_cache (`bool`, defaults to `True`):
-            Causal backbones at inference: compute the states of the tokens every row starts with once and run the
-            backbone only on the rest of each row (same vectors, to rounding). `False` turns it off.
+        text_config: the backbone's configuration (any encoder or decoder `AutoModel` builds).
+        num_dump_tokens: K, the [DUMP] tokens the tokenizer prepends (0: the plain baseline).
+        dump_token_ids: the ids of `[DUMP1]..[DUMPK]`, in order.
+        dump_token_offset: position of `[DUMP1]` from the first real token (1 after [CLS] or BOS, else 0).
+        pooling: one of `POOLING_MODES`; all but `mean_no_dump` (the mean without the [DUMP] slots) compute what
+            sentence-transformers' Pooling mode of `ST_POOLING_MODES` computes (same padding rules and dtypes).
+        include_prompt, prompt_token_ids_excluded: sentence-transformers' Pooling `include_prompt`; when False, a
+            row that starts with one of the excluded prompts (token ids, as the tokenizer makes each alone, without a
+            trailing special token) leaves those positions out of the pooling.
+        dense_layers: the source's linear Dense layers after pooling (`in_features`, `out_features`, `bias`),
+            folded into one fp32 affine map.
+        prompts, default_prompt_name, similarity_fn_name: the sentence-transformers settings, kept so every re-save
+            writes them again.
+        projection_dim: the stored projection's output dimension (default: the pooled embedding's size).
+        normalize: L2-normalise the output; normalize_pooled: L2-normalise the pooled vector before the projection
+            (fitted projections were fitted on unit-length embeddings).
+        projection_info: a fitted projection's record (method, k, corpus hash, ...); its `selection` is set exactly
+            when the folder stores what recomposes the map for any k at load time.
+        max_position_embeddings: the longest input the backbone accepts (default: the backbone's).
+        base_model, dump_init, pooling_reason, training_info: the backbone built from, how the [DUMP] rows were
+            initialised, why this pooling, what the model was fine-tuned on (model card and MTEB metadata).
+        prompt_mode, prompt_token_ids: a zero-shot prompt composed inside the model (`"prompteol"`: template and
+            last-token pooling; `"echo"`: the text twice, mean over the second copy) from its pieces' token ids
+            (`prefix`, `middle`, `suffix`, `num_trailing_special`).
+        prefix_cache: causal backbones at inference compute the states of the tokens every row starts with once
+            and run only the rest of each row (same vectors, to rounding); False turns it off.
     """
 
     model_type = "dumpembed"
