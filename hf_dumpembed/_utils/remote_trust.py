@@ -18,9 +18,9 @@ REMOTE_DIR = Path(__file__).resolve().parent.parent / "remote"
 # other two relatively, and transformers copies what it imports).
 REMOTE_FILES = ("configuration_dumpembed.py", "modeling_dumpembed.py", "prefix_cache_dumpembed.py")
 # The remote-code file sets of the releases, and the sha256 of each released version of each file, by set: a trusted
-# folder carries exactly the files of one set, each a version released in that set (or, for the installed set, the
-# installed copy), so that folders built by a release keep loading after the package's own copy changes, and a
-# folder whose files come from different sets (a modeling file without the prefix cache it imports) is refused.
+# folder carries exactly the files of one set, each a version released in that set (or the installed copies, together),
+# so that folders built by a release keep loading after the package's own copy changes, and a folder whose files come
+# from different sets (a modeling file without the prefix cache it imports) is refused.
 RELEASED_REMOTE_SETS: tuple[dict[str, frozenset[str]], ...] = (
     # Two files: the releases of 2026-12-01 and 2026-12-02 (the last two-file version carries truncate_dim and the
     # prefix cache inside the modeling file).
@@ -53,15 +53,13 @@ REMOTE_FILE_NAMES = tuple(sorted({name for files in RELEASED_REMOTE_SETS for nam
 
 
 def known_remote_sets() -> list[dict[str, set[str]]]:
-    """Each release's file set -> file name -> the sha256 values accepted for it in that set: the released ones and,
-    in the installed set, this installed version's."""
+    """Each release's file set -> file name -> the sha256 values accepted for it in that set, and the installed
+    version's files as a set of their own when no release records them together (never added to an older set of the
+    same names: its files were not written beside them)."""
     known = [{name: set(hashes) for name, hashes in files.items()} for files in RELEASED_REMOTE_SETS]
-    installed = next((files for files in known if set(files) == set(REMOTE_FILES)), None)
-    if installed is None:
-        installed = {name: set() for name in REMOTE_FILES}
+    installed = {name: {sha256_file(REMOTE_DIR / name)} for name in REMOTE_FILES}
+    if not any(files.keys() == installed.keys() and all(installed[n] <= files[n] for n in files) for files in known):
         known.append(installed)
-    for name in REMOTE_FILES:
-        installed[name].add(sha256_file(REMOTE_DIR / name))
     return known
 
 

@@ -84,3 +84,19 @@ def test_the_record_keeps_the_last_two_file_version():
     (two,) = [files for files in RELEASED_REMOTE_SETS if set(files) == set(TWO_FILES)]
     assert "474f9b2d5c167dcd42b55a05ca770c09fe43e2800ec5a5bbb7dbbe4eb103d45d" in two["configuration_dumpembed.py"]
     assert "908911595b18d16258babe2843b198c60e98d16cb0d61b152c074b7edc5c16b3" in two["modeling_dumpembed.py"]
+
+
+def test_the_installed_files_are_ours_together_not_beside_an_older_release(bert_dump_model, tmp_path, monkeypatch):
+    """Fails with the installed hashes added to an older set of the same names: the installed modeling and
+    configuration files beside an older release's prefix cache (which they were never written with) passed."""
+    from hf_dumpembed._utils import remote_trust
+
+    folder = copy_model(bert_dump_model, tmp_path / "mixed")
+    (folder / "prefix_cache_dumpembed.py").write_text("# an older release's prefix cache\n")
+    older = {name: frozenset({"0" * 64}) for name in REMOTE_FILES}
+    older["prefix_cache_dumpembed.py"] = frozenset({sha256_file(folder / "prefix_cache_dumpembed.py")})
+    monkeypatch.setattr(remote_trust, "RELEASED_REMOTE_SETS", (older,))
+    assert [str(item) for item in folder_deviations(folder)] == [
+        "prefix_cache_dumpembed.py: is a version of another release than the folder's other remote files "
+        "(hf_dumpembed never wrote them together); rebuild the folder with `hf-dumpembed build`"]
+    assert folder_deviations(bert_dump_model) == []  # the installed files, together
