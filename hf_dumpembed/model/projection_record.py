@@ -68,6 +68,7 @@ class AutoRecord(_Record):
     fidelity_chosen: list[float] | None = None
     tolerance: float | None = None
     rule_weight: float | None = None
+    confidence: float | None = None
     base_mode: str | None = None
     pseudo_query_candidates: int | None = None
     pseudo_query_rule: str | None = None

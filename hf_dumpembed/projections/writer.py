@@ -42,7 +42,7 @@ def provenance(fitted: FittedProjection, options: FitOptions, model: DumpEmbedMo
     if seed is None and corpus is not None and len(corpus.texts) < corpus.num_source_texts:
         seed = options.seed  # the seed of the corpus sample
     d = model.config.embedding_size
-    return replace(info, method=options.method, description=options.method_class.describe(options.params),
+    return replace(info, method=options.method, description=options.method_class.describe(info),
                    seed=seed, corpus=None if corpus is None else corpus.record(),
                    fitted_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                    source_model=public_path(model_dir), input=INPUT, prompt=model.config.prompt_mode,

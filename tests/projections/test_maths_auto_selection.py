@@ -112,5 +112,31 @@ def test_one_pass_scores_equal_the_per_candidate_metrics() -> None:
                 scale = (spectrum.eigenvalues[:k] + SPECTRAL_EPS) ** (-gamma / 2)
                 q = (queries - shift) @ spectrum.eigenvectors[:, :k] * scale
                 d = (docs - shift) @ spectrum.eigenvectors[:, :k] * scale
-            assert cloze[row, col] == pytest.approx(paired_ndcg_at_10(q, d).mean(), abs=1e-9), (k, label)
-            assert fidelity[row, col] == pytest.approx(fidelity_ndcg_at_10(d, neighbours).mean(), abs=1e-9), (k, label)
+            assert cloze[row, col] == pytest.approx(paired_ndcg_at_10(q, d), abs=1e-9), (k, label)
+            assert fidelity[row, col] == pytest.approx(fidelity_ndcg_at_10(d, neighbours), abs=1e-9), (k, label)
+
+
+def test_the_inverse_cloze_gate_leaves_the_rule_only_for_a_gain_beyond_its_noise() -> None:
+    """With ``confidence`` c (off by default), a candidate ahead of the rule by 0.3 standard errors of per-query
+    inverse cloze is not taken, one ahead by ~7 is; a move that only fidelity supports is not taken."""
+    from hf_dumpembed.projections.maths.auto_selection import choose
+
+    rng = np.random.default_rng(0)
+    labels, ks, m = ["0.00", "1.00", REFERENCE, "prefix"], np.array([8]), 200
+    reference = np.full(16, 0.5)
+    base = rng.uniform(0.3, 0.9, size=m)
+    noise = rng.standard_normal(m)
+    noise = 0.1 * (noise - noise.mean()) / noise.std(ddof=1)  # exactly mean 0, standard deviation 0.1
+
+    def chosen(cloze_gain: float, fidelity_gain: float = 0.0, **gate) -> str:
+        cloze = np.stack([base - 0.2, base + cloze_gain + noise, base, base - 0.3])[None]  # (1 k, 4 labels, m)
+        fidelity = np.array([[0.0, fidelity_gain, 0.0, 0.0]])
+        return choose(ks, labels, cloze.mean(axis=2), fidelity, reference, query_cloze=cloze, **gate).chosen[0]
+
+    standard_error = 0.1 / np.sqrt(m)
+    assert chosen(0.3 * standard_error) == "1.00"  # the default: no gate, any gain
+    assert chosen(0.3 * standard_error, confidence=2.0) == REFERENCE
+    assert chosen(7 * standard_error, confidence=2.0) == "1.00"
+    assert chosen(1.5 * standard_error, confidence=2.0) == REFERENCE
+    assert chosen(1.5 * standard_error, confidence=1.0) == "1.00"
+    assert chosen(0.0, fidelity_gain=0.5, confidence=2.0) == REFERENCE and chosen(0.0, fidelity_gain=0.5) == "1.00"

@@ -13,7 +13,9 @@ label-free nDCG@10s:
   drifts to PCA / the identity).
 
 Scores are smoothed over neighbouring k (weights 1-2-1) before the argmax, and the reference γ is kept unless
-another candidate beats it by more than ``tolerance``. The argmax gives the route (centred, uncentred, prefix) and
+another candidate beats it by more than ``tolerance`` (and, with ``confidence`` > 0, unless that candidate's
+inverse-cloze gain alone is more than ``confidence`` standard errors; off by default). The argmax gives the route
+(centred, uncentred, prefix) and
 the score's γ; where the reference rule is informative (γ_ref(k) < 1, above the knee) the γ used is shrunk half
 way to the rule's, γ = (1 − w) γ_score + w γ_ref with ``rule_weight`` w = 0.5; where the rule saturates at
 whitening (γ_ref(k) = 1, below the knee) the score's γ is used as it is. Why (BENCHMARKS.md, "SpecTemp auto mode"):
@@ -44,6 +46,11 @@ UNCENTRED = "u"  # label prefix of the uncentred candidates, e.g. "u0.25"
 ROUTE_CODES = {"centred": 0, "uncentred": 1, "prefix": 2}
 MIN_GRID_K = 8
 DEFAULT_TOLERANCE = 0.0
+# With ``confidence`` c > 0, auto leaves the reference rule at a k only where the candidate's inverse-cloze gain over
+# it is more than c standard errors (paired over the pseudo-queries). Off by default: measured at 1, 2 and 3, it
+# kept the rule at every k on the untrained and the trained default model alike, giving up auto's gains where the
+# rule is worse (BENCHMARKS.md, "SpecTemp auto on today's default").
+DEFAULT_CONFIDENCE = 0.0
 # Weight of the reference rule's γ against the score's where the rule is below 1 (see the module docstring).
 DEFAULT_RULE_WEIGHT = 0.5
 # γ_ref(k) at or above this is the rule's saturation at whitening (below the knee): the score's γ is used there.
@@ -78,6 +85,8 @@ class AutoSelection:
         reference_gamma: (d,) the reference rule's γ(k).
         num_queries: texts (and pseudo-queries) scored.
         rule_weight: weight of the rule's γ where the rule is below 1 (0: the score's γ alone).
+        confidence: standard errors of inverse-cloze gain a candidate needs to replace the rule (0: ungated).
+        query_cloze: (len(ks), len(candidates), m) each pseudo-query's inverse-cloze nDCG@10 (None: not kept).
     """
 
     ks: np.ndarray
@@ -93,6 +102,8 @@ class AutoSelection:
     num_queries: int
     tolerance: float = DEFAULT_TOLERANCE
     rule_weight: float = DEFAULT_RULE_WEIGHT
+    confidence: float = DEFAULT_CONFIDENCE
+    query_cloze: np.ndarray | None = None
 
     def route_at(self, k: int) -> str:
         return {code: name for name, code in ROUTE_CODES.items()}[int(self.routes[k - 1])]
@@ -114,6 +125,7 @@ class AutoSelection:
             "fidelity_chosen": [round(float(self.fidelity[i, c]), 4) for i, c in enumerate(cols)],
             "tolerance": self.tolerance,
             "rule_weight": self.rule_weight,
+            "confidence": self.confidence,
         }
 
 
@@ -128,7 +140,7 @@ def grid_gamma(label: str) -> float | None:
 
 
 def _smooth(scores: np.ndarray) -> np.ndarray:
-    """1-2-1 weighted mean over neighbouring rows (edges: the rows that exist)."""
+    """1-2-1 weighted mean over neighbouring rows (the first axis; edges: the rows that exist)."""
     if len(scores) < 2:
         return scores.copy()
     padded_sum = 2 * scores
@@ -137,7 +149,7 @@ def _smooth(scores: np.ndarray) -> np.ndarray:
     padded_sum[:-1] += scores[1:]
     weights[1:] += 1
     weights[:-1] += 1
-    return padded_sum / weights[:, None]
+    return padded_sum / weights.reshape(-1, *[1] * (scores.ndim - 1))
 
 
 def _unit_tensor(x: np.ndarray) -> torch.Tensor:
@@ -184,15 +196,16 @@ def candidate_labels(grid: Sequence[float], prefix: bool = True, uncentred: bool
 def score_candidates(spectrum: Spectrum, queries: np.ndarray, documents: np.ndarray, ks: np.ndarray,
                      reference_gamma: np.ndarray, labels: list[str],
                      eps: float = SPECTRAL_EPS) -> tuple[np.ndarray, np.ndarray]:
-    """Mean inverse-cloze and fidelity nDCG@10 of every candidate at every k: two (len(ks), len(labels)) arrays.
+    """Per-text inverse-cloze and fidelity nDCG@10 of every candidate at every k: two (len(ks), len(labels), m)
+    arrays.
 
     Each candidate costs one (2m × m) product in float32: the pseudo-queries and the texts against the texts,
     which gives the cloze rank of each positive and each text's 10 nearest others at once (the same numbers as
     ``pseudo.paired_ndcg_at_10`` and `fidelity_ndcg_at_10` per candidate, in one pass).
     """
-    cloze = np.zeros((len(ks), len(labels)))
-    fidelity = np.zeros((len(ks), len(labels)))
     m = len(queries)
+    cloze = np.zeros((len(ks), len(labels), m))
+    fidelity = np.zeros((len(ks), len(labels), m))
     neighbours = torch.from_numpy(neighbour_labels(documents))
     both = {False: torch.from_numpy(np.concatenate([queries - spectrum.mean, documents - spectrum.mean])),
             True: torch.from_numpy(np.concatenate([queries, documents]))}
@@ -214,15 +227,15 @@ def score_candidates(spectrum: Spectrum, queries: np.ndarray, documents: np.ndar
     return cloze, fidelity
 
 
-def _pair_and_neighbour_ndcg(vectors: torch.Tensor, m: int, neighbours: torch.Tensor) -> tuple[float, float]:
-    """Mean inverse-cloze nDCG@10 (rows :m are the queries of rows m: ) and mean fidelity nDCG@10 of the texts,
-    from one product of the unit rows against the texts."""
+def _pair_and_neighbour_ndcg(vectors: torch.Tensor, m: int, neighbours: torch.Tensor
+                             ) -> tuple[np.ndarray, np.ndarray]:
+    """Per-query inverse-cloze nDCG@10 (rows :m are the queries of rows m: ) and per-text fidelity nDCG@10, from
+    one product of the unit rows against the texts."""
     unit = vectors / vectors.norm(dim=1, keepdim=True).clamp_min(1e-12)
     scores = unit @ unit[m:].T  # (2m, m): queries then texts, against the texts
     text_scores = scores[m:]
     text_scores.fill_diagonal_(-torch.inf)
-    return (float(paired_ndcg_from_scores(scores[:m]).mean()),
-            float(neighbour_ndcg_from_scores(text_scores, neighbours).mean()))
+    return (paired_ndcg_from_scores(scores[:m]).numpy(), neighbour_ndcg_from_scores(text_scores, neighbours).numpy())
 
 
 def _route(label: str) -> int:
@@ -234,7 +247,8 @@ def _route(label: str) -> int:
 def select_auto(spectrum: Spectrum, queries: np.ndarray, documents: np.ndarray, reference_gamma: np.ndarray,
                 grid: Sequence[float] = ORACLE_GRID, prefix: bool = True, uncentred: bool = True,
                 tolerance: float = DEFAULT_TOLERANCE, ks: Sequence[int] | None = None,
-                eps: float = SPECTRAL_EPS, rule_weight: float = DEFAULT_RULE_WEIGHT) -> AutoSelection:
+                eps: float = SPECTRAL_EPS, rule_weight: float = DEFAULT_RULE_WEIGHT,
+                confidence: float = DEFAULT_CONFIDENCE) -> AutoSelection:
     """Choose γ(k) and the route (centred, uncentred, prefix) for every k from pseudo-query vectors and their texts.
 
     ``queries`` and ``documents`` are the unit-length pooled vectors of the pseudo-queries and of their texts
@@ -250,24 +264,35 @@ def select_auto(spectrum: Spectrum, queries: np.ndarray, documents: np.ndarray, 
     ks = k_grid(d) if ks is None else np.array(sorted({int(k) for k in ks}), dtype=np.int64)
     labels = candidate_labels(grid, prefix, uncentred and len(grid) > 0)
     cloze, fidelity = score_candidates(spectrum, queries, documents, ks, reference_gamma, labels, eps)
-    return choose(ks, labels, cloze, fidelity, reference_gamma, tolerance, len(queries), rule_weight=rule_weight)
+    return choose(ks, labels, cloze.mean(axis=2), fidelity.mean(axis=2), reference_gamma, tolerance, len(queries),
+                  rule_weight=rule_weight, query_cloze=cloze, confidence=confidence)
 
 
 def choose(ks: np.ndarray, labels: list[str], cloze: np.ndarray, fidelity: np.ndarray, reference_gamma: np.ndarray,
            tolerance: float = DEFAULT_TOLERANCE, num_queries: int = 0,
-           weights: tuple[float, float] = (1.0, 1.0), rule_weight: float = DEFAULT_RULE_WEIGHT) -> AutoSelection:
+           weights: tuple[float, float] = (1.0, 1.0), rule_weight: float = DEFAULT_RULE_WEIGHT,
+           query_cloze: np.ndarray | None = None, confidence: float = DEFAULT_CONFIDENCE) -> AutoSelection:
     """The choice from candidate scores (``select_auto``'s second half; ``weights`` of cloze and fidelity, other
-    ``rule_weight`` values and subsets of ``labels`` with their score columns serve the benchmark's ablations)."""
+    ``rule_weight`` values and subsets of ``labels`` with their score columns serve the benchmark's ablations).
+
+    ``query_cloze`` (len(ks), len(labels), m), each pseudo-query's inverse-cloze nDCG@10, lets the choice leave the
+    reference rule only where the best candidate's inverse-cloze gain over it exceeds ``confidence`` standard errors
+    of the paired per-query differences (after the same smoothing over k); without it, any gain of the summed score
+    above ``tolerance`` does."""
     if not 0.0 <= rule_weight <= 1.0:
         raise ValueError(f"rule_weight must be between 0 and 1; got {rule_weight!r}.")
     d = len(reference_gamma)
     scores = weights[0] * cloze + weights[1] * fidelity
     smoothed = _smooth(scores)
     ref_col = labels.index(REFERENCE)
+    gated = query_cloze is not None and confidence > 0
+    supported = _significant_gains(_smooth(query_cloze), ref_col, confidence) if gated else np.ones(
+        smoothed.shape, dtype=bool)
     chosen = []
-    for row in smoothed:
+    for i, row in enumerate(smoothed):
         best = int(np.argmax(row))  # first maximum: the smallest γ among ties, centred before uncentred
-        chosen.append(labels[best] if row[best] > row[ref_col] + tolerance else REFERENCE)
+        leave = row[best] > row[ref_col] + tolerance and supported[i, best]
+        chosen.append(labels[best] if leave else REFERENCE)
     # The correction to the reference rule at each grid k (shrunk where the rule is informative), interpolated
     # over log k.
     delta = np.array([0.0 if grid_gamma(c) is None else
@@ -280,4 +305,15 @@ def choose(ks: np.ndarray, labels: list[str], cloze: np.ndarray, fidelity: np.nd
     routes = np.array([_route(chosen[i]) for i in nearest], dtype=np.int64)
     return AutoSelection(ks=ks, candidates=labels, cloze=cloze, fidelity=fidelity, scores=scores, smoothed=smoothed,
                          chosen=chosen, gamma=gamma, routes=routes, reference_gamma=reference_gamma,
-                         num_queries=num_queries, tolerance=tolerance, rule_weight=rule_weight)
+                         num_queries=num_queries, tolerance=tolerance, rule_weight=rule_weight,
+                         confidence=confidence if gated else 0.0, query_cloze=query_cloze)
+
+
+def _significant_gains(query_cloze: np.ndarray, ref_col: int, confidence: float) -> np.ndarray:
+    """(len(ks), len(labels)): whether each candidate's mean per-query inverse-cloze gain over the reference is more
+    than ``confidence`` standard errors of the paired differences."""
+    differences = query_cloze - query_cloze[:, ref_col : ref_col + 1, :]
+    m = differences.shape[2]
+    if m < 2:
+        return np.zeros(differences.shape[:2], dtype=bool)
+    return differences.mean(axis=2) > confidence * differences.std(axis=2, ddof=1) / np.sqrt(m)

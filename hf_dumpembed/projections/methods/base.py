@@ -64,8 +64,8 @@ class ProjectionMethod:
         return tuple(field.name for field in dataclasses.fields(cls.Options))
 
     @classmethod
-    def describe(cls, params: Any) -> str:
-        """The card's words for a map fitted with ``params`` (an instance of `Options`)."""
+    def describe(cls, info: ProjectionInfo) -> str:
+        """The card's words for the map a fit recorded in ``info``."""
         return cls.summary
 
     @classmethod

@@ -166,8 +166,8 @@ class SpecTemp(ProjectionMethod):
     Options = SpecTempOptions
 
     @classmethod
-    def describe(cls, params: Any) -> str:
-        return next((mode.summary for mode in MODES if mode.name == getattr(params, "mode", None)), cls.summary)
+    def describe(cls, info: ProjectionInfo) -> str:
+        return next((mode.summary for mode in MODES if mode.name == info.mode), cls.summary)
 
     @classmethod
     def uses_pseudo_queries(cls, params: Any) -> bool:

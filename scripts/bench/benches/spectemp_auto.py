@@ -77,6 +77,9 @@ def heldout_grids(spectrum, sets: dict, cache: Path) -> dict[int, dict[float, di
 
 # The signals alone use their own γ (rule weight 0), as the auto mode did before 2026-12-01.
 ABLATIONS = {
+    "inverse-cloze gate at 1 standard error (w = 0.5)": {"confidence": 1.0},
+    "inverse-cloze gate at 2 standard errors (w = 0.5)": {"confidence": 2.0},
+    "inverse-cloze gate at 3 standard errors (w = 0.5)": {"confidence": 3.0},
     "cloze + fidelity, score's γ (w = 0; auto before 2026-12-01)": {"rule_weight": 0.0},
     "cloze + fidelity, rule's γ above the knee (w = 1)": {"rule_weight": 1.0},
     "inverse cloze only (w = 0)": {"weights": (1.0, 0.0), "rule_weight": 0.0},
@@ -88,12 +91,15 @@ ABLATIONS = {
 
 
 def ablation(selection: AutoSelection, weights: tuple[float, float] = (1.0, 1.0),
-             centred_only: bool = False, rule_weight: float = DEFAULT_RULE_WEIGHT) -> AutoSelection:
-    """The same candidate scores, another combination, candidate set or weight of the rule's γ."""
+             centred_only: bool = False, rule_weight: float = DEFAULT_RULE_WEIGHT,
+             confidence: float = 0.0) -> AutoSelection:
+    """The same candidate scores, another combination, candidate set, weight of the rule's γ or inverse-cloze gate
+    (``confidence`` standard errors; 0: none)."""
     keep = [i for i, c in enumerate(selection.candidates) if not (centred_only and c.startswith(UNCENTRED))]
     return choose(selection.ks, [selection.candidates[i] for i in keep], selection.cloze[:, keep],
                   selection.fidelity[:, keep], selection.reference_gamma, selection.tolerance,
-                  selection.num_queries, weights, rule_weight)
+                  selection.num_queries, weights, rule_weight, query_cloze=selection.query_cloze[:, keep],
+                  confidence=confidence)
 
 
 def evaluate_choice(selection: AutoSelection, k: int, spectrum, sets: dict, memo: dict) -> tuple[str, float | None,
@@ -251,7 +257,7 @@ def register(subparsers: Subparsers) -> None:
                         help="a DumpEmbed folder to fit (default: all-MiniLM-L6-v2 built as K=0, mean pooling)")
     parser.add_argument("--tag", default="minilm", help="cache folder and figure suffix for --model")
     parser.add_argument("--section", default=SECTION[0], help="the BENCHMARKS.md section record to write")
-    parser.add_argument("--order", type=int, default=None,
+    parser.add_argument("--order", type=float, default=None,
                         help="render position of a new --section (default: 21 for the main one, 22 for others)")
 
 
