@@ -61,6 +61,7 @@ def test_k0_mean_pooling_reproduces_the_original_all_minilm(tmp_path):
     assert ours[0] @ ours[1] == pytest.approx(by_hand[0] @ by_hand[1], abs=1e-5)
 
 
+@pytest.mark.slow  # the default build of the real MiniLM (60 [DUMP]-matching steps): ~2 min
 def test_minilm_dump_model_agrees_across_load_paths(minilm_k4, tmp_path):
     """The default build (the stock mean, [DUMP] slots included) agrees across the load paths and with its stock
     export; the same model with the mean without the [DUMP] slots agrees across the remote-code paths and has no
@@ -78,6 +79,7 @@ def test_minilm_dump_model_agrees_across_load_paths(minilm_k4, tmp_path):
         export_stock_st(no_dump, tmp_path / "refused")
 
 
+@pytest.mark.slow  # the default build of the real MiniLM (60 [DUMP]-matching steps): ~2 min
 def test_minilm_dump_prefix_and_limits(minilm_k4):
     from transformers import AutoTokenizer
 
