@@ -29,7 +29,7 @@ class OptionError(ValueError):
     """An option value that cannot be used; the message names the field, what is allowed and the value."""
 
 
-def _strip(annotation: Any) -> tuple[Any, list[Any]]:
+def strip_annotation(annotation: Any) -> tuple[Any, list[Any]]:
     """(the type inside ``Annotated[...]`` and ``X | None``, the metadata met on the way)."""
     metadata: list[Any] = []
     while True:
@@ -49,14 +49,14 @@ def field_annotation(schema: Any, loc: tuple) -> tuple[Any, list[Any]]:
     []) where ``loc`` leaves the dataclasses (a list index, a mapping's key, a union member)."""
     annotation, metadata = schema, []
     for part in loc:
-        annotation, _ = _strip(annotation)
+        annotation, _ = strip_annotation(annotation)
         if not dataclasses.is_dataclass(annotation):
             return None, []
         try:
             annotation = typing.get_type_hints(annotation, include_extras=True)[part]
         except (KeyError, NameError, TypeError):
             return None, []
-        annotation, metadata = _strip(annotation)
+        annotation, metadata = strip_annotation(annotation)
     return annotation, metadata
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 import textwrap
-from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin
+from typing import TYPE_CHECKING, Any
 
+from .._utils.checked import strip_annotation
 from ..projections.registry import METHODS, method_names
 from ..remote.configuration_dumpembed import PROMPT_MODES
 from . import add_trust_flag
@@ -77,7 +78,7 @@ def _option_flags() -> dict[str, dict[str, Any]]:
             if name in flags:
                 continue
             extra = field.json_schema_extra or {}
-            kind = _stripped(field.annotation)
+            kind, _ = strip_annotation(field.annotation)
             flag: dict[str, Any] = {"help": field.description, "default": None}
             if kind is bool:
                 flag["action"] = "store_true"
@@ -88,18 +89,6 @@ def _option_flags() -> dict[str, dict[str, Any]]:
                 flag["metavar"] = extra.get("metavar", name.upper())
             flags[name] = flag
     return flags
-
-
-def _stripped(annotation: Any) -> Any:
-    """The plain type inside ``Annotated[X, ...]`` and ``X | None``."""
-    while True:
-        if get_origin(annotation) is Annotated:
-            annotation = get_args(annotation)[0]
-            continue
-        members = [arg for arg in get_args(annotation) if arg is not type(None)]
-        if type(None) not in get_args(annotation) or len(members) != 1:
-            return annotation
-        annotation = members[0]
 
 
 def _bounds(field: Any) -> tuple[float | None, float | None]:
