@@ -100,7 +100,8 @@ def _verify(args: argparse.Namespace) -> None:
 
 def _card(args: argparse.Namespace) -> None:
     from ..evaluation.results import card_evaluation
-    from ..model.card import check_repo_id, check_revision, write_card
+    from ..model.card import write_card
+    from ..publishing.hub import check_repo_id, check_revision
 
     if args.model_id is not None:  # pasted into the usage snippets: a Hub repo id, checked as `push` checks REPO_ID
         check_repo_id(args.model_id, "--model-id")

@@ -7,18 +7,19 @@ the files, and only then the first network request. The token is never printed o
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from .._utils.hashing import sha256_file
-from ..model.card import check_repo_id
 from .push_checks import FolderReport, PublishRefused, check_folder
 from .staging import stage_for_repo
 from .staging_safety import plot_problems, scan_folder
 
 logger = logging.getLogger(__name__)
+_REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
 
 KEEP_ON_HUB = (".gitattributes",)  # created by the Hub with the repo; never deleted by a push
 
@@ -76,6 +77,30 @@ def check_online() -> None:
     if constants.is_offline_mode():
         raise ValueError("HF_HUB_OFFLINE is set, so nothing can be uploaded; unset it (and TRANSFORMERS_OFFLINE) "
                          "to push, or use --dry-run to stage and list the files.")
+
+
+def check_repo_id(repo_id: str, what: str = "REPO_ID") -> str:
+    """``repo_id`` when it is a Hub repo id ``owner/name`` (huggingface_hub's rules: letters, digits, ``-``, ``_``,
+    ``.``, at most 96 characters); a ValueError naming ``what`` otherwise. `push` and `card --model-id` both use it."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as error:
+        raise ValueError(f"{what} {repo_id!r} is not a valid Hub repo id: {error}") from None
+    if "/" not in repo_id:
+        raise ValueError(f"{what} must be 'owner/name' (your user or organisation, then the model name); got "
+                         f"{repo_id!r}.")
+    return repo_id
+
+
+def check_revision(revision: str, what: str = "--revision") -> str:
+    """``revision`` when it is a commit sha or a branch / tag name (letters, digits, ``.``, ``_``, ``/``, ``-``; no
+    ``..``), as the card's snippets paste it; a ValueError naming ``what`` otherwise."""
+    if not _REVISION.match(revision) or ".." in revision or len(revision) > 256:
+        raise ValueError(f"{what} {revision!r} is not a commit sha or a branch / tag name (letters, digits, '.', '_', "
+                         "'/', '-'): give the commit sha `push` printed.")
+    return revision
 
 
 def validate_target(repo_id: str, branch: str | None) -> None:

@@ -48,14 +48,15 @@ def test_init_choices_derive_from_dump_init() -> None:
 
 def test_every_init_mode_has_its_help_its_card_text_and_its_rows() -> None:
     """auto is resolved before anything is recorded; every other mode has card words and a row rule."""
-    from hf_dumpembed.model.card import INIT_TEXT, init_text
+    from hf_dumpembed.model.card import init_text
+    from hf_dumpembed.model.embeddings import INIT_CARD_TEXT
 
     assert set(INIT_HELP) == set(DumpInit)
     help_text = _option("build", "init").help
     assert all(f"{mode.value}{' (default)' if mode is DumpInit.AUTO else ''} = {INIT_HELP[mode]}" in help_text
                for mode in DumpInit)
     recorded = [mode for mode in DumpInit if mode is not DumpInit.AUTO]
-    assert set(INIT_TEXT) == set(recorded)
+    assert set(INIT_CARD_TEXT) == set(recorded)
     assert {resolve_init(DumpInit.AUTO, decoder) for decoder in (False, True)} <= set(recorded)
     for mode in recorded:
         assert init_text("token:." if mode is DumpInit.TOKEN else mode.value) is not None, mode
