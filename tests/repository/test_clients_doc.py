@@ -7,7 +7,8 @@ each with its stock export and its ONNX export, in place
 of `my-model`, `my-model-stock` and `my-model-onnx`, the snippet's example texts by texts of ~1,000 tokens (far over
 the model's limit) and short ones, and compares. The default run executes the snippets whose client is installed in
 this environment, in-process; `-m slow` builds one environment per other client (outside the repository, torch's CPU
-wheel first) and runs its snippets there in a fresh process that never imports hf_dumpembed.
+wheel first) and runs its snippets there in a fresh process that never imports hf_dumpembed (the Qdrant and
+LanceDB snippets import only its client module, from the checkout).
 
 On the main of 2026-12-03 langchain's embed_query, llama-index's get_query_embedding and chromadb's query embedding
 dropped the query prompt (0.10-0.24 off encode_query on prompted folders) and no page said how to pass it.
@@ -46,6 +47,9 @@ CLIENTS = {
     "Haystack": ("haystack_integrations", ["sentence-transformers==6.3.0", "transformers==5.24.0",
                                            "haystack-ai==3.4.1", "sentence-transformers-haystack==2.0.0"]),
     "Chroma": ("chromadb", ["sentence-transformers==6.3.0", "transformers==5.24.0", "chromadb==1.5.9"]),
+    "txtai": ("txtai", ["sentence-transformers==6.3.0", "transformers==5.24.0", "txtai==9.14.0"]),
+    "Qdrant (ONNX export)": ("fastembed", ["fastembed==0.9.1", "qdrant-client==1.20.0"]),
+    "LanceDB": ("lancedb", ["sentence-transformers==6.3.0", "transformers==5.24.0", "lancedb==0.40.0"]),
     "Infinity (stock export)": ("infinity_emb", ["infinity-emb[torch]==0.0.78"]),
     "fastembed (ONNX export)": ("fastembed", ["fastembed==0.9.1"]),
     "onnxruntime + tokenizers (ONNX export)": ("onnxruntime", None),
@@ -173,6 +177,8 @@ def test_each_client_snippet_in_its_own_environment(heading: str, folders, expec
         f"_np.savez({str(out)!r}, query=_np.asarray(query_vectors, dtype=_np.float32), "
         "document=_np.asarray(document_vectors, dtype=_np.float32))\n")
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}  # the client sees no hf_dumpembed
+    if "hf_dumpembed" in snippets()[heading]:  # but its client module, from the checkout, none of its dependencies
+        env["PYTHONPATH"] = str(DOC.parents[1])
     env.update(HF_HUB_OFFLINE="1", ANONYMIZED_TELEMETRY="False", INFINITY_ANONYMOUS_USAGE_STATS="0", DO_NOT_TRACK="1")
     result = subprocess.run([str(python), "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
                             timeout=1800)

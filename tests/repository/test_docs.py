@@ -12,6 +12,7 @@ Run alone: ``python -m pytest tests/repository/test_docs.py`` (reads the markdow
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -192,6 +193,18 @@ def test_the_readme_quotes_no_measured_figure():
     assert not figures, f"README.md quotes figures that belong in BENCHMARKS.md: {figures}"
 
 
+def _top_level_names(source: Path) -> set[str]:
+    """The names a module's source binds at its top level (functions, classes, assignments)."""
+    names = set()
+    for node in ast.parse(source.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {target.id for target in targets if isinstance(target, ast.Name)}
+    return names
+
+
 @pytest.mark.parametrize("doc", [README, *pages()], ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_every_name_a_doc_imports_from_the_package_exists(doc: Path):
     """``from hf_dumpembed... import a, b`` in a doc's Python blocks names importable modules and attributes (the
@@ -201,11 +214,19 @@ def test_every_name_a_doc_imports_from_the_package_exists(doc: Path):
     wrong = []
     for block in re.findall(r"```python\n(.*?)```", doc.read_text(encoding="utf-8"), flags=re.DOTALL):
         for module, names in re.findall(r"^from (hf_dumpembed[\w.]*) import ([\w, ]+)", block, flags=re.MULTILINE):
+            wanted = [n.strip() for n in names.split(",")]
             try:
                 imported = importlib.import_module(module)
+            except ModuleNotFoundError as error:
+                source = ROOT / (module.replace(".", "/") + ".py")
+                if (error.name or "").startswith("hf_dumpembed") or not source.is_file():
+                    wrong.append(f"{module}: {error}")
+                    continue
+                # a module for a client not installed here (docs/clients.md's wrappers): the names its source binds
+                wrong += [f"{module}.{name}" for name in wanted if name not in _top_level_names(source)]
+                continue
             except ImportError as error:
                 wrong.append(f"{module}: {error}")
                 continue
-            wanted = (n.strip() for n in names.split(","))
             wrong += [f"{module}.{name}" for name in wanted if not hasattr(imported, name)]
     assert not wrong, f"{doc.relative_to(ROOT)} imports what does not exist: {wrong}"
