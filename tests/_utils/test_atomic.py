@@ -241,10 +241,8 @@ def _disk_failures() -> list:
 
 @pytest.mark.parametrize(("failure", "code", "happened"), _disk_failures())
 def test_a_full_disk_mid_write_is_one_clear_error_and_leaves_the_old_folder(tmp_path, failure, code, happened):
-    """Fails on main (the raw OSError / safetensors error escaped, a traceback on the command line): a full disk,
-    an exceeded quota or a read-only file system half-way through a staged write is an OutputWriteError naming the
-    output, the file (as it would be named in the output, not the staging folder) and what to do; the staging
-    folder is gone and the old output whole."""
+    """A full disk, an exceeded quota or a read-only file system half-way through a staged write is an
+    OutputWriteError naming the output, the file (as named in the output) and what to do; the old output is whole."""
     out = tmp_path / "model"
     out.mkdir()
     (out / "a.txt").write_text("old")

@@ -17,7 +17,7 @@ HOLDER = NO_FCNTL + textwrap.dedent(
     """
     import time
     from pathlib import Path
-    import hf_dumpembed.model.builder, hf_dumpembed.training.trainer  # fails on main: atomic.py imported fcntl
+    import hf_dumpembed.model.builder, hf_dumpembed.training.trainer  # both import without fcntl
     from hf_dumpembed._utils.atomic import output_lock
 
     with output_lock(Path(sys.argv[1])):

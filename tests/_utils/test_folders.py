@@ -1,5 +1,4 @@
-"""Smaller guarantees of issue 26: the user's umask, `verify --texts` on an empty file, `build` of a path that
-does not exist, no leftovers from a failed `eval`, `analyze` or `report --out`. Each fails on main."""
+"""Staged outputs: created with the user's umask, a failed or refused file write leaves the old file."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ from hf_dumpembed._utils.folders import staged_file, staged_output
 
 
 def test_outputs_are_created_with_the_users_umask(tmp_path):
-    """Fails on main: staged folders were 0700 (tempfile) whatever the umask."""
+    """Staged folders and files get the modes the user's umask gives, not tempfile's 0700."""
     old = os.umask(0o022)
     try:
         with staged_output(tmp_path / "out") as staging:

@@ -158,7 +158,7 @@ def test_logit_lens_pools_as_the_model_does(tiny_llama: Path, tmp_path: Path, po
 
 
 def test_a_failed_analyze_leaves_its_old_output_whole(bert_dump_model, tmp_path, monkeypatch):
-    """Fails on main (analyze wrote into --out directly): a failure mid-way leaves the previous analysis."""
+    """A failure mid-way through `analyze` leaves the previous analysis in --out whole."""
     from hf_dumpembed.analysis import run
 
     out = tmp_path / "analysis"

@@ -81,8 +81,7 @@ def test_bad_score_and_duplicate_id(tmp_path: Path) -> None:
 )
 def test_data_that_contradicts_itself_is_refused_naming_the_line(tmp_path: Path, file: str, content: str,
                                                                   message: str) -> None:
-    """Fails on main (the last duplicate silently won: nDCG 0.876 -> 0.848; empty texts were scored): a duplicate
-    query id, a pair judged twice and an empty text are errors naming the file and line."""
+    """A duplicate query id, a pair judged twice and an empty text are errors naming the file and line."""
     folder = write_beir(tmp_path / "task", CORPUS, QUERIES, QRELS)
     (folder / file).write_text(content)
     with pytest.raises(ValueError, match=message):
@@ -91,8 +90,7 @@ def test_data_that_contradicts_itself_is_refused_naming_the_line(tmp_path: Path,
 
 @pytest.mark.parametrize("scores", [(0, 0), (0, -1), (-2, -3)])
 def test_qrels_without_a_positive_judgement_are_refused_naming_the_file(tmp_path: Path, scores) -> None:
-    """Fails on main (every model scored nDCG 0.0 and eval exited 0): qrels whose every score is 0 or less judge
-    nothing relevant, and are refused naming the file."""
+    """Qrels whose every score is 0 or less judge nothing relevant and are refused, naming the file."""
     qrels = {"q1": {"d1": scores[0]}, "q2": {"d2": scores[1]}}
     folder = write_beir(tmp_path / "task", CORPUS, QUERIES, qrels)
     with pytest.raises(ValueError, match=r"qrels/test\.tsv has no positive judgement \(every score is 0 or less\)"):

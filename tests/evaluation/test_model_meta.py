@@ -3,14 +3,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from hf_dumpembed.evaluation.model_meta import build_model_meta, register_folder
+from hf_dumpembed.evaluation.model_meta import build_model_meta, content_revision, model_identity, register_folder
 from hf_dumpembed.projections.fit import FitOptions, fit_projection
 from tests.support.eval_fixtures import KNOWN_NDCG_AT_10, write_known_task
 from tests.support.fit_fixtures import write_corpus
@@ -146,3 +148,25 @@ def test_the_loader_refuses_a_folder_that_no_longer_matches_its_meta(fitted: Pat
     (folder / "config.json").write_text(json.dumps(config))
     with pytest.raises(ValueError, match="no longer is the model its ModelMeta describes: projection"):
         meta.load_model()
+
+def test_results_are_filed_under_local_name_and_a_content_hash_or_the_snapshot(bert_dump_model, tmp_path) -> None:
+    """A Hub-cache snapshot is filed under its own id and commit; any other folder under `local/<folder>` and a sha1
+    of config.json + weights (a card edit keeps it, one weight bit changes it); explicit name and revision win."""
+    folder = tmp_path / "my-model"
+    shutil.copytree(bert_dump_model, folder)
+    name, revision = model_identity(folder)
+    assert name == "local/my-model" and re.fullmatch(r"[0-9a-f]{40}", revision)
+    digest = hashlib.sha1()
+    for path in [folder / "config.json", *sorted(folder.glob("*.safetensors"))]:
+        digest.update(path.name.encode() + path.read_bytes())
+    assert revision == digest.hexdigest() == content_revision(folder)
+    (folder / "README.md").write_text("a card edit does not change the revision")
+    assert model_identity(folder)[1] == revision
+    weights = bytearray((folder / "model.safetensors").read_bytes())
+    weights[-1] ^= 1  # one bit of one weight
+    (folder / "model.safetensors").write_bytes(bytes(weights))
+    assert model_identity(folder)[1] != revision
+    snapshot = tmp_path / "hub" / "models--acme--tiny" / "snapshots" / ("a" * 40)
+    shutil.copytree(bert_dump_model, snapshot)
+    assert model_identity(snapshot) == ("acme/tiny", "a" * 40)
+    assert model_identity(snapshot, name="org/other", revision="b" * 40) == ("org/other", "b" * 40)

@@ -85,8 +85,7 @@ def _report_error(argv: list[str]) -> str:
 
 
 def test_report_out_refuses_an_existing_file_unless_overwrite(tmp_path: Path) -> None:
-    """Fails on main (`report --out` replaced any file silently): an existing --out is refused in one line and
-    left as it was; --overwrite replaces it."""
+    """An existing --out is refused in one line and left as it was; --overwrite replaces it."""
     from hf_dumpembed.cli import main
 
     rows, out = _rows_file(tmp_path), tmp_path / "table.md"
@@ -101,9 +100,8 @@ def test_report_out_refuses_an_existing_file_unless_overwrite(tmp_path: Path) ->
 
 @pytest.mark.parametrize("overwrite", [[], ["--overwrite"]])
 def test_report_out_never_writes_into_a_model_folder_or_an_input(tmp_path: Path, overwrite: list[str]) -> None:
-    """Fails on main (`report --out MODEL/config.json` replaced the model's config): a target inside a model folder
-    (config.json / modules.json), equal to an input or inside an input folder is refused whatever --overwrite
-    says, and every file is left as it was."""
+    """An --out inside a model folder, equal to an input or inside an input folder is refused whatever --overwrite
+    says; every file is left as it was."""
     rows = _rows_file(tmp_path)
     model = tmp_path / "model"
     (model / "plots").mkdir(parents=True)

@@ -102,7 +102,7 @@ def test_groups_expand_to_the_papers_tasks(tmp_path: Path) -> None:
 
 
 def test_a_failed_eval_leaves_no_results_folder(bert_dump_model, tmp_path):
-    """Fails on main: `eval --batch-size 0` left an empty results folder."""
+    """A failed `eval` (`--batch-size 0`) leaves no results folder."""
     from tests.support.training_fixtures import write_beir_folder
 
     with pytest.raises(SystemExit, match="batch_size must be a positive integer"):

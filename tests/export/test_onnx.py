@@ -277,3 +277,14 @@ def test_quantization_calibration_travels_with_the_graph(bert_dump_model, tmp_pa
     staging.mkdir()
     assert onnx_export.copy_quantization_calibration(folder, staging, 32) is None
     assert not (staging / "quantization.json").exists()
+
+def test_onnx_export_refuses_a_model_that_composes_a_prompt(llama_dump_model, tmp_path):
+    """A folder composing a prompt inside the model is refused with the reason; nothing is written."""
+    from hf_dumpembed.projections.fit import FitOptions, fit_projection
+
+    prompted = fit_projection(llama_dump_model, tmp_path / "eol",
+                              FitOptions(method="embedfilter", ratio=1, prompt="prompteol", progress=False,
+                                         plots=False))
+    with pytest.raises(ValueError, match="composes a 'prompteol' prompt inside the model"):
+        export_onnx(prompted, tmp_path / "onnx")
+    assert not (tmp_path / "onnx").exists()

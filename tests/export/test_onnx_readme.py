@@ -1,9 +1,6 @@
 """The ONNX export's README: every Python snippet runs as printed (only the folder's path filled in), prints its
 result and gives the torch model's vectors (or `hf_dumpembed.quantize`'s codes); its tokenizer.json pads as well as
-truncates, so a bare `tokenizers` load feeds the graph a rectangular batch.
-
-On the main of 2026-12-03 the OpenVINO snippet printed nothing and imported transformers, and a bare
-``Tokenizer.from_file(...).encode_batch`` of two texts of different lengths gave a ragged array."""
+truncates, so a bare `tokenizers` load feeds the graph a rectangular batch."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Smaller guarantees of issue 26: the user's umask, `verify --texts` on an empty file, `build` of a path that
-does not exist, no leftovers from a failed `eval`, `analyze` or `report --out`. Each fails on main."""
+"""`verify --texts`: an empty file is an error, not a check of the built-in samples."""
 
 from __future__ import annotations
 
@@ -9,7 +8,7 @@ from hf_dumpembed.cli import main
 
 
 def test_verify_with_an_empty_texts_file_is_an_error(bert_dump_model, tmp_path):
-    """Fails on main: an empty --texts silently checked the built-in samples."""
+    """An empty --texts file is an error naming it (the built-in samples are not checked instead)."""
     empty = tmp_path / "empty.txt"
     empty.write_text("\n  \n")
     with pytest.raises(SystemExit, match="holds no text"):

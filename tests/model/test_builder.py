@@ -329,7 +329,7 @@ def test_a_built_folder_names_its_backbone_without_a_local_path(bert_dump_model,
 
 
 def test_build_of_a_missing_local_path_says_so(tmp_path):
-    """Fails on main ("Repo id must be in the form ..."): the error says the path does not exist."""
+    """A local path that does not exist is an error saying so (not a Hub id error)."""
     with pytest.raises(SystemExit, match="BACKBONE /nonexistent/path does not exist"):
         main(["build", "/nonexistent/path", str(tmp_path / "m")])
     assert not (tmp_path / "m").exists()

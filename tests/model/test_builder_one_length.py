@@ -1,10 +1,6 @@
 """One length everywhere: every file of a folder that states a length agrees with its max_seq_length, so runtimes that
 read only tokenizer.json (a bare `tokenizers` load feeding onnxruntime) or follow the folder README's snippets
 truncate where sentence-transformers does, on texts far over the limit.
-
-On the main of 2026-12-01 a K = 4 all-MiniLM-L6-v2 folder said ``max_length: 128`` in tokenizer_config.json next to
-``model_max_length: 260``, and its tokenizer.json could carry another truncation and a padding: bare loads differed
-from the sentence-transformers vectors by 0.12-0.19 on long texts, the OpenVINO snippet (no truncation) by 0.24.
 """
 
 from __future__ import annotations

@@ -99,10 +99,8 @@ def test_training_config_match_steps_reaches_the_build(tiny_bert, tmp_path, monk
 
 
 def test_matching_twice_gives_bit_identical_rows_on_two_threads() -> None:
-    """Fails on main (issue 26, reruns): the slot rows were gathered with ``rows[row_of]``, whose backward accumulates
-    with index_put_ in an order that varies over CPU threads, so two builds of the same model differed by ~4e-7 in
-    the [DUMP] rows (and so did every training run started from them). Measured on the embedded all-MiniLM-L6-v2,
-    where it shows; a one-hot product has a fixed-order backward."""
+    """Two [DUMP]-row matches of the embedded all-MiniLM-L6-v2, on one and on two CPU threads, give bit-identical
+    rows."""
     import copy
 
     from hf_dumpembed.data.assets import default_encoder_path

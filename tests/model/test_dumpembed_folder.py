@@ -21,7 +21,7 @@ def _truncated(source: Path, target: Path) -> Path:
 @pytest.mark.parametrize("entry", ["require_dumpembed_folder", "check_load_paths", "fit_projection",
                                    "export_stock_st", "run_eval"])
 def test_a_truncated_weights_file_is_one_error_naming_it(entry: str, bert_dump_model: Path, tmp_path: Path) -> None:
-    """Fails on main: the load raised safetensors' own SafetensorError (no file name) from deep inside the load."""
+    """A truncated weights file is one error naming the file, not safetensors' own SafetensorError."""
     from hf_dumpembed.evaluation import run_eval
     from hf_dumpembed.export.stock import export_stock_st
     from hf_dumpembed.export.verify import check_load_paths

@@ -1,8 +1,5 @@
 """A folder whose config.json and tokenizer.json disagree about the [DUMP] tokens is refused before anything loads, by
 every command that takes a DumpEmbed folder (`require_dumpembed_folder`, and `eval`'s run).
-
-Fails on main (before the check): a config with fewer [DUMP] ids than the tokenizer prepends (or another id order)
-loaded, `verify` passed, and the vectors shifted (cos 0.95).
 """
 
 from __future__ import annotations

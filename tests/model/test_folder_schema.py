@@ -118,8 +118,7 @@ DUMPEMBED_DEVIATIONS = {
 
 @pytest.mark.parametrize("case", DUMPEMBED_DEVIATIONS)
 def test_each_rule_names_the_file_and_the_key(case: str, publishable: Path, tmp_path: Path) -> None:
-    """Fails on main for every case but the tokenizer auto_map, the missing file and the third auto_map class (the old
-    check looked only at the files auto_map named, tokenizer_config.json's auto_map and modules.json's types)."""
+    """Each way a folder leaves the schema is refused with an error naming the file and the key."""
     folder = copy_model(publishable, tmp_path / "model")
     change, expected = DUMPEMBED_DEVIATIONS[case]
     change(folder)
@@ -213,7 +212,7 @@ def marker(tmp_path) -> Path:
 
 
 def test_verify_refuses_an_edited_modeling_file_and_runs_nothing(bert_dump_model, tmp_path, marker):
-    """Fails on main (verify ran the edited file): the error names the file and says how to go on."""
+    """`verify` refuses an edited modeling file without running it; the error names the file and how to go on."""
     folder = _tamper(copy_model(bert_dump_model, tmp_path / "model"), marker)
     with pytest.raises(SystemExit, match=r"modeling_dumpembed\.py: differs from every version") as error:
         main(["verify", str(folder)])
@@ -267,7 +266,7 @@ def test_custom_tokenizer_or_module_code_is_foreign(bert_dump_model, tmp_path):
 
 
 def test_push_refuses_code_that_is_not_ours_and_never_imports_it(bert_dump_model, tmp_path, marker):
-    """Fails on main (push --dry-run staged evil.py and said "ok remote code present"): refused, nothing run."""
+    """`push --dry-run` refuses a folder with code that is not ours and never imports it."""
     from hf_dumpembed.publishing.hub import push_folder
     from hf_dumpembed.publishing.push_checks import PublishRefused
     from tests.support.card_fixtures import add_training_metadata
@@ -282,8 +281,7 @@ def test_push_refuses_code_that_is_not_ours_and_never_imports_it(bert_dump_model
 
 
 def test_train_refuses_a_mining_model_whose_code_is_not_ours(tiny_bert, bert_dump_model, tmp_path, marker):
-    """Fails on main: the hard-negative mining model was loaded with trust_remote_code=True whatever it was, so a
-    folder named as data.mining.model ran its code inside `train`."""
+    """`train` refuses a data.mining.model folder whose code is not ours, without running that code."""
     from hf_dumpembed.training.config import config_from_dict
     from hf_dumpembed.training.trainer import train
     from tests.support.training_fixtures import run_config, write_beir_folder

@@ -3,8 +3,7 @@
 The folder schema answers "is this exactly ours?" (then our remote code runs). Any other folder is loaded with
 ``trust_remote_code=False``: evaluated, mined with and exported without a flag, while transformers and
 sentence-transformers refuse whatever code it names themselves. The embedded all-MiniLM-L6-v2 is used as published
-(``data_config.json``, ``vocab.txt``, a BertTokenizer config): on main before this rule, ``eval`` and ``train``'s
-miner refused it and told the user to pass ``--trust-remote-code``.
+(``data_config.json``, ``vocab.txt``, a BertTokenizer config), with no ``--trust-remote-code``.
 """
 
 from __future__ import annotations

@@ -193,8 +193,8 @@ ENTRY_POINTS = {
 @pytest.mark.parametrize("route", ROUTES)
 def test_every_code_route_is_refused_on_every_entry_point(route: str, entry: str, publishable: Path,
                                                           tmp_path: Path) -> None:
-    """Fails on main for the relative import, the sub-folder config, the stock Router and the foreign tokenizer (the
-    folder loaded and its code ran); now each entry point refuses it before importing anything."""
+    """Every route to code that is not ours is refused by every entry point, naming --trust-remote-code; the code
+    never runs and nothing is written."""
     folder = copy_model(publishable, tmp_path / f"hostile-{route}")
     marker = tmp_path / "the-folder-code-ran"
     ROUTES[route](folder, marker)
@@ -208,8 +208,7 @@ def test_every_code_route_is_refused_on_every_entry_point(route: str, entry: str
 
 
 def test_push_never_calls_an_edited_configuration_file_byte_identical(publishable: Path, tmp_path: Path) -> None:
-    """Fails on main: the push report said the remote code was byte-identical (it hashed only modeling_dumpembed.py,
-    the one file auto_map then named) for a folder whose configuration file had been edited."""
+    """With an edited configuration file, `push` never reports the remote code as byte-identical."""
     from hf_dumpembed.publishing.push_checks import check_folder
 
     folder = copy_model(publishable, tmp_path / "hostile")

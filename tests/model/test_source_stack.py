@@ -2,9 +2,6 @@
 sentence-transformers 6.2 (new Pooling format), with e5 prompts, with ``include_prompt=False``, with Dense layers
 after pooling and stored in bf16 builds into a folder whose every load path gives the source's own vectors; what
 cannot be reproduced exactly is refused with the module named.
-
-On the main of 2026-12-01 every one of these failed: the 6.2 folder was refused ("pools with ['pooling_mode_mean']"),
-prompts were dropped (encode_query off by 0.098), Dense layers and include_prompt ignored, bf16 stored as fp32.
 """
 
 from __future__ import annotations

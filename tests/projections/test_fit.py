@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import warnings
 from pathlib import Path
 
@@ -97,6 +98,24 @@ def test_choosing_k_at_load_time_equals_fitting_at_k(spectemp_folders) -> None:
         st = SentenceTransformer(str(fit16), trust_remote_code=True, **kwargs)
         assert np.abs(st.encode_document(TEXTS) - reference).max() <= 1e-6, kwargs
 
+
+def test_saving_a_model_loaded_at_another_k_writes_a_folder_of_that_k(spectemp_folders, tmp_path) -> None:
+    """A k = 16 fit loaded at k = 8 and saved reloads at k = 8 (recorded dim 8) with the same matrix and vectors."""
+    _, fit16, _ = spectemp_folders
+    chosen = AutoModel.from_pretrained(fit16, trust_remote_code=True, projection_dim=8)
+    saved = tmp_path / "k8"
+    chosen.save_pretrained(saved)
+    for item in fit16.iterdir():  # the tokenizer and sentence-transformers files travel with the weights
+        if item.is_file() and not (saved / item.name).exists():
+            shutil.copyfile(item, saved / item.name)
+    reloaded = AutoModel.from_pretrained(saved, trust_remote_code=True)
+    assert reloaded.config.projection_dim == 8 and reloaded.config.projection_info["dim"] == 8
+    assert torch.equal(reloaded.projection.matrix, chosen.projection.matrix)
+    tokenizer = AutoTokenizer.from_pretrained(str(saved), trust_remote_code=True)
+    with torch.inference_mode():
+        batch = tokenizer(TEXTS, padding=True, return_tensors="pt")
+        assert torch.equal(reloaded(**batch).sentence_embedding, chosen(**batch).sentence_embedding)
+    assert encode_with_automodel(saved, TEXTS).shape == (len(TEXTS), 8)
 
 def test_projection_dim_on_a_fixed_projection_is_a_clear_error(llama_dump_model, tmp_path) -> None:
     with pytest.raises(ValueError, match="stores no spectrum"):
@@ -263,8 +282,7 @@ def test_cli_fit_writes_a_folder(llama_dump_model, tmp_path, capsys) -> None:
 def test_fit_without_matplotlib_fails_before_encoding_anything(llama_dump_model, corpus, tmp_path,
                                                                monkeypatch) -> None:
     """The default fit writes plots: with matplotlib unimportable it stops before loading the model or encoding a
-    text, names the fix (the `plots` extra, or --no-plots), and leaves nothing behind; --no-plots fits without it.
-    Before the check, the fit encoded the whole corpus and failed when writing the first plot."""
+    text, names the fix (the `plots` extra, or --no-plots), and leaves nothing behind; --no-plots fits without it."""
     import sys
 
     import hf_dumpembed.projections.fit as fit_module

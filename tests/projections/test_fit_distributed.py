@@ -68,12 +68,7 @@ def _projection_info(folder: Path) -> dict[str, Any]:
 
 def test_two_process_fit_shards_the_texts_and_writes_what_one_process_writes(spawned, llama_dump_model) -> None:
     """Each rank encodes its own half of the corpus, only rank 0 writes, and the folders (files, projection matrices,
-    the SpecTemp auto choice, provenance) equal those of a one-process fit of the same corpus.
-
-    Breaks tried (each fails this test): `shard = texts` and `shard = texts[0::world]` in `encode_corpus` (the
-    ranks' shards overlap: the shard check fails); the all-reduce in `encode_corpus` replaced by `pass` (each rank
-    fits on its half: another γ); rank 1 writing as well in `_fit_locked` (the 2-process run fails).
-    """
+    the SpecTemp auto choice, provenance) equal those of a one-process fit of the same corpus."""
     root, texts = spawned["root"], _paragraphs()
     shards = [set(rank["corpus_encoded"]) for rank in spawned["fit"]]
     assert not shards[0] & shards[1] and shards[0] | shards[1] == set(texts)
@@ -105,11 +100,7 @@ def test_cross_process_negatives_equal_one_process_on_the_whole_batch(spawned, l
     """Training's loss under 2 processes (each with 4 of the 8 rows; `make_loss` gathers embeddings across them),
     averaged as DDP averages: the loss and every gradient equal one process's loss on the 8 rows (float64). That
     reference is computed by a spawned process too (after the group is gone), so it shares the ranks' thread count
-    and fresh imports rather than whatever state earlier tests left in this pytest worker.
-
-    Breaks tried (each fails this test): `gather = hp.gather_across_devices and world_size > 2` in `make_loss`
-    (each process sees only its own 4 rows as negatives: a lower loss, other gradients).
-    """
+    and fresh imports rather than whatever state earlier tests left in this pytest worker."""
     reference = spawned["loss"][0]["whole_batch"]
     expected, expected_grads = reference["loss"], reference["grads"]
     for rank in spawned["loss"]:

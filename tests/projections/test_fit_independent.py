@@ -57,13 +57,7 @@ def pca_folder(llama_dump_model: Path, corpus: Path, tmp_path_factory: pytest.Te
 
 
 def test_fit_mean_and_spectrum_equal_numpy_cov_and_eigh_of_the_unit_pooled_vectors(pca_folder, independent) -> None:
-    """The stored mean / eigenvalues / eigenvectors are those of the model's own unit pooled vectors.
-
-    Breaks tried: fitting on the raw (un-normalised) pooled state (`model.config.normalize_pooled = False` in
-    `_fit_locked`): the mean differs by O(1); dividing the covariance by n instead of n − 1 in
-    `StreamingStats.covariance`: eigenvalues off by 1/n ≈ 0.5% (tolerance 1e-5 relative); ascending instead of
-    descending order in `eigendecompose`: eigenvalues and vectors mismatch. Each failed this test.
-    """
+    """The stored mean / eigenvalues / eigenvectors are those of the model's own unit pooled vectors."""
     mean, values, vectors = independent
     projection = AutoModel.from_pretrained(pca_folder, trust_remote_code=True).projection
     stored_mean = projection.mean.double().numpy()
@@ -91,14 +85,7 @@ def test_fit_mean_and_spectrum_equal_numpy_cov_and_eigh_of_the_unit_pooled_vecto
 def test_fitted_vectors_equal_the_numpy_map_of_the_unit_pooled_vectors(method, gamma, llama_dump_model, corpus,
                                                                        independent, tmp_path) -> None:
     """End to end: the folder's vectors are normalise((x̂ − μ) U_k diag((λ + 1e-6)^(−γ/2))) with x̂ the unit pooled
-    vector, μ, U, λ from numpy (and for SpecTemp γ(k) by hand; before, the SpecTemp map was only checked against
-    the fit's own stored γ and basis).
-
-    Breaks tried: `spectral_matrix` with exponent −γ instead of −γ/2 (whiten, gamma, spectemp fail; pca is γ = 0,
-    unaffected); `DumpProjection.forward` without subtracting the mean (all fail);
-    Kneedle's S = 2 instead of 0.5 (the spectemp case fails; a noise floor over the last 20% moves γ(12) too little
-    to show in the vectors, and is caught by tests/projections/test_fit.py's exact γ check).
-    """
+    vector, μ, U, λ from numpy (and for SpecTemp γ(k) by hand)."""
     mean, values, vectors = independent
     k = 12  # above this corpus's knee, where SpecTemp's γ(k) is below 1 (0.24)
     if gamma is None:  # SpecTemp: γ(12) by the authors' rule, by hand
@@ -142,15 +129,7 @@ def paragraphs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_k_chosen_at_load_equals_fitting_at_k(name, llama_dump_model, corpus, paragraphs, tmp_path) -> None:
     """Bit for bit: the same corpus pass gives the same float64 spectrum, and both the fit and the load-time
     recomposition build the fp32 matrix with the same function (`spectral_matrix` / `band_matrix` / the prefix
-    identity), so matrix, mean and vectors are equal, not merely close.
-
-    Breaks tried: `DumpProjection.matrix_for` with `self.gammas[k]` instead of `[k - 1]` (the three SpecTemp
-    modes fail; pca / whiten / gamma have one γ for every k and cannot see it); the band taken at
-    `(d − k + 1) // 2` in `matrix_for` only, i.e. at load time (embedfilter fails). Code shared by the fit and the
-    load (`spectral_matrix`, `band_matrix`, `select`) is checked against independent formulas elsewhere
-    (`test_fitted_vectors_equal_the_numpy_map_of_the_unit_pooled_vectors`,
-    tests/projections/test_maths_reference_maps.py); this test holds the load path to the fit path.
-    """
+    identity), so matrix, mean and vectors are equal, not merely close."""
     options = dict(LOAD_TIME_K[name])
     method = options.pop("method")
     base = {"progress": False, "plots": False, **options}

@@ -222,9 +222,7 @@ def sharded(draw) -> tuple[np.ndarray, list[np.ndarray], list[int]]:
 @given(case=sharded())
 def test_stats_merge_in_any_order_equals_one_pass(case):
     """Σ-statistics merged from any sharding, in any merge order (and nested merges), equal one pass over all
-    rows, to float64 round-off of the sums. Breaks tried: `merge` not adding `count` (fails at once); `merge`
-    replacing Σxxᵀ by the other shard's (`self.sum_outer = other.sum_outer.copy()`: fails whenever two non-empty
-    shards exist)."""
+    rows, to float64 round-off of the sums."""
     x, shards, order = case
     whole = _stats(x)
     parts = [_stats(shard) for shard in shards]

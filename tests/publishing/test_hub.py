@@ -205,8 +205,8 @@ def _push_error(argv: list[str]) -> str:
 
 
 def test_a_failed_push_removes_the_stage_dir_it_created(publishable, no_token, tmp_path, monkeypatch):
-    """Fails on main (a refused `push --stage-dir NEW` left NEW/, with full copies when the load check failed):
-    the folders push created are removed, a static refusal and a failed fresh-process load alike."""
+    """A refused `push --stage-dir NEW` removes the folders it created, after a static refusal and a failed
+    fresh-process load alike."""
     from hf_dumpembed.publishing import push_checks
 
     stray = copy_model(publishable, tmp_path / "stray")

@@ -52,8 +52,8 @@ def _index_naming_a_missing_shard(folder: Path) -> None:
     ids=["missing-shard", "no-tokenizer", "no-modules-json", "no-st-config", "no-weights"],
 )
 def test_incomplete_folders_are_refused_before_any_request(publishable, hub, tmp_path, breakage, message):  # noqa: F811
-    """Breaks tried: the shard check (`missing = sorted(...)` forced empty in `static_checks`) and the tokenizer
-    check (its `any(...)` inverted) — the corresponding cases then reached the fresh-process load or the upload."""
+    """A folder missing a shard, its tokenizer, its sentence-transformers files or its weights is refused, naming
+    what is missing, before any request."""
     folder = copy_model(publishable, tmp_path / "broken")
     breakage(folder)
     _refused(folder, hub, message)

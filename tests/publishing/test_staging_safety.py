@@ -184,8 +184,8 @@ def test_nothing_that_looks_like_a_credential_is_staged(folder, name, content, k
     ],
 )
 def test_secrets_in_forms_the_old_patterns_missed_are_found_by_file_and_line(folder, line, kind):
-    """Fails on main (its home-made patterns missed unquoted assignments in a card and other vendors' keys):
-    detect-secrets scans every text file and the report names the file and the line."""
+    """Secrets in any text file (unquoted assignments in a card, other vendors' keys) are found, naming the file and
+    line."""
     card = folder / "README.md"
     lines = card.read_text().splitlines()
     card.write_text("\n".join([*lines, line]) + "\n")
@@ -245,15 +245,13 @@ def test_header_checker_accepts_real_safetensors(folder):
 
 
 def test_only_the_code_auto_map_names_is_staged(folder):
-    """Fails on main (any top-level *.py was allowed): a Python file that is not hf_dumpembed's remote code is no file
-    a writer produces."""
+    """A Python file that is not hf_dumpembed's remote code is refused: no writer produces it."""
     (folder / "helpers.py").write_text("print('not named by auto_map')\n")
     assert "helpers.py: is not a file hf_dumpembed writes into a dumpembed folder" in _problems(folder)
 
 
 def test_an_edited_remote_file_is_refused_unless_trusted(folder):
-    """Fails on main (the remote code was never compared with the package's): refused by default, accepted with
-    trust_remote_code=True."""
+    """An edited remote-code file is refused by default and accepted with trust_remote_code=True."""
     modeling = folder / "modeling_dumpembed.py"
     modeling.write_text(modeling.read_text() + "\nEXTRA = 1\n")
     assert "modeling_dumpembed.py: differs from every version of hf_dumpembed's" in _problems(folder)
@@ -272,8 +270,8 @@ def _rewrite_weights(folder: Path, edit) -> None:
 
 
 def test_weights_hold_exactly_the_models_tensors(folder):
-    """Fails on main (only headers were read): an extra tensor, a misshapen one and a NaN one are refused by the
-    data safetensors.safe_open reads, compared with the model's state dict."""
+    """An extra tensor, a misshapen one and a NaN one are refused: the data safe_open reads is compared with the
+    model's state dict."""
     import torch
 
     def edit(tensors):
@@ -290,8 +288,7 @@ def test_weights_hold_exactly_the_models_tensors(folder):
 
 
 def test_a_missing_tensor_and_an_extra_weights_file_are_refused(folder):
-    """Fails on main (every valid *.safetensors was accepted): only the files the model loads, with all its
-    tensors."""
+    """Only the weights files the model loads, holding all its tensors, may be staged."""
     import numpy as np
     from safetensors.numpy import save_file
 
@@ -304,7 +301,7 @@ def test_a_missing_tensor_and_an_extra_weights_file_are_refused(folder):
 
 @pytest.mark.parametrize("where", ["inside", "equal"])
 def test_a_stage_dir_inside_the_model_folder_is_refused(folder, where):
-    """Fails on main (push staged into the folder it promised not to modify): refused, the folder unchanged."""
+    """A --stage-dir inside the model folder is refused and the folder left unchanged."""
     before = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))
     stage = folder / "stage" if where == "inside" else folder
     with pytest.raises(ValueError, match="inside the model folder"):

@@ -154,9 +154,7 @@ def test_the_table_shows_spectemp_auto_and_the_paper_rule_at_the_same_k(tiny_run
 
 def test_every_score_equals_ndcg_computed_by_hand(tiny_run):
     """Every cell of the table (5 encoder rows x 2 tasks, 2 decoder rows x 2 sampled tasks) equals nDCG@10 computed
-    by hand from the row folder's own vectors. Breaks tried: `score_rows` applying no head to the rows that reuse
-    an encoding (the spectemp / pca / embedfilter cells then differ), and ranking by negated cosine in
-    `retrieval_metrics` (every cell differs)."""
+    by hand from the row folder's own vectors."""
     options, run = tiny_run
     sampled = options.output_dir / "eval-data-decoder"
     for result in run.results + run.decoder_results:
@@ -169,9 +167,7 @@ def test_every_score_equals_ndcg_computed_by_hand(tiny_run):
 def test_texts_per_second_are_the_measured_ones_and_a_resume_does_not_measure_again(tiny_run, measured_speeds,
                                                                                     monkeypatch):
     """The table's texts/s are what `measure_speed` returned in the first run (not a value read back from the file
-    it wrote), and a resumed run neither measures again nor changes them. Breaks tried: `_save_speed` writing
-    `texts_per_second * 2`, and `run_quickstart` measuring after the speed step instead of reading its record
-    (`_load_speed` -> `_save_speed`: the resume measured again and failed on the patched `measure_speed`)."""
+    it wrote), and a resumed run neither measures again nor changes them."""
     import hf_dumpembed.quickstart.pipeline as pipeline
 
     options, first = tiny_run
@@ -253,12 +249,7 @@ def test_a_run_killed_mid_training_resumes_from_its_checkpoint_and_prints_the_sa
                                                                                          monkeypatch, capsys):
     """Stopped right after the K=4 fine-tuning wrote checkpoint-5 (of 6 steps), the same command resumes: K=0 is not
     trained again, K=4 runs step 6 only, and the printed table (all but the measured texts/s) is the one an
-    uninterrupted run printed.
-
-    Breaks tried (each fails this test): `fine_tune` calling `train(config, resume=False)` (refused: checkpoints of an
-    earlier run); `fine_tune` deleting the checkpoints before training (a restart runs steps 1-6 and prints the same
-    table: only the steps assertion catches it).
-    """
+    uninterrupted run printed."""
     from hf_dumpembed.quickstart import pipeline
     from hf_dumpembed.quickstart.summary import results_table
     from tests.support.training_fixtures import KillAfterSave, StepsRan

@@ -729,12 +729,7 @@ def _embed_on_side(model, tokenizer, batch: list[str], side: str) -> torch.Tenso
        side=st.sampled_from(["left", "right"]), batch=st.lists(texts, min_size=1, max_size=6))
 def test_each_row_is_the_text_alone_whatever_the_padding_pooling_and_batch(loaded, name, pooling, side, batch):
     """Each row of a padded batch equals the same text encoded alone (no padding at all), for every pooling mode,
-    either padding side and any batch composition (duplicates, lengths, order).
-
-    Breaks tried: `last_token_index` returning `seq_len - 1` (last pooling under right padding fails);
-    `without_dump_positions` counting the [DUMP] slots from column 0 instead of each row's first real token
-    (mean_no_dump under left padding fails); no left-padding `position_ids` in `forward` (BERT under left padding
-    fails)."""
+    either padding side and any batch composition (duplicates, lengths, order)."""
     model, tokenizer = loaded[name]
     model.config.pooling = pooling
     try:

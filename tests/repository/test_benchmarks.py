@@ -215,16 +215,6 @@ def test_check_catches_a_hand_edit_through_the_cli(tmp_path: Path, capsys: pytes
     assert "1.20" in out.read_text()  # a failed render leaves the file as it was
 
 
-def test_the_package_report_command_does_not_render_benchmarks(tmp_path: Path) -> None:
-    """The renderer is repository tooling: the installed `hf-dumpembed report` has no --benchmarks / --check."""
-    from hf_dumpembed.cli import build_parser
-
-    report = build_parser()._subparsers._group_actions[0].choices["report"]
-    options = {option for action in report._actions for option in action.option_strings}
-    assert not options & {"--benchmarks", "--check"}
-    assert "--benchmarks" not in report.format_help()
-
-
 def test_a_measured_run_records_its_command_machine_and_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     """A measured run (``run_or_rerecord``): its results saved with the command, machine and date; its record gets

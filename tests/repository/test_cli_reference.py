@@ -47,25 +47,6 @@ def _sections(text: str) -> dict[str, str]:
     return {part.split("\n", 1)[0].strip(): part for part in parts}
 
 
-def test_the_page_has_every_subcommand_option_choice_and_default() -> None:
-    """Whatever the layout: each subcommand has its own section, in which every option string, every choice, every
-    default and every help text appears (so a renderer that drops a column is caught too)."""
-    sections = _sections(reference.PAGE.read_text(encoding="utf-8"))
-    commands = reference.subcommands(build_parser())
-    assert list(sections) == list(commands)
-    missing = []
-    for name, (parser, _) in commands.items():
-        section = sections[name]
-        for action in reference.documented_actions(parser):
-            wanted = [f"`{option}`" for option in action.option_strings]
-            wanted += [f"`{choice}`" for choice in action.choices or ()]
-            if action.nargs != 0 and action.default not in (None, argparse.SUPPRESS):
-                wanted.append(f"`{action.default}`")
-            wanted.append(reference.inline(reference.expanded_help(action, parser.prog)))
-            missing += [f"{name}: {text}" for text in wanted if text not in section]
-    assert not missing, "docs/cli.md lacks:\n" + "\n".join(missing)
-
-
 def _small_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hf-dumpembed", description="Top.")
     parser.add_argument("-v", "--verbose", action="store_true", help="chatty")

@@ -1,11 +1,10 @@
 """The docs a newcomer reads: README.md and docs/*.md.
 
-- docs/architecture.md names every module of the package with a one-line job, under its layer, layers in the order
-  tests/repository/test_layout.py enforces (and names nothing that does not exist);
+- docs/architecture.md's layers and modules are the render of the package (``scripts/architecture.py``);
 - every relative link of README.md, docs/*.md, RELIABILITY.md and tests/README.md reaches a file, and its
   ``#anchor`` a heading of that file;
-- every ``hf-dumpembed SUBCOMMAND --option`` a doc shows in a code block is one the parser has;
-- the README stays short, links every page of docs/, and quotes no measured figure (those live in BENCHMARKS.md).
+- every ``hf-dumpembed SUBCOMMAND --option`` a doc shows in a code block is one the parser has, and every
+  ``from hf_dumpembed... import`` of a doc's Python blocks imports.
 
 Run alone: ``python -m pytest tests/repository/test_docs.py`` (reads the markdown files; imports only the parser).
 """
@@ -13,22 +12,15 @@ Run alone: ``python -m pytest tests/repository/test_docs.py`` (reads the markdow
 from __future__ import annotations
 
 import ast
+import importlib.util
 import re
 from pathlib import Path
 
 import pytest
 
-from tests.repository.test_layout import LAYERS
-
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGE = ROOT / "hf_dumpembed"
 DOCS_DIR = ROOT / "docs"
-ARCHITECTURE = DOCS_DIR / "architecture.md"
 README = ROOT / "README.md"
-README_MAX_LINES = 300
-# A module entry: a list item that starts with the module's path in backticks, then its job.
-ENTRY = re.compile(r"^- `(hf_dumpembed/[\w/]*?(?:\.py|/))`:? \S", re.MULTILINE)
-LAYER_HEADING = re.compile(r"^### \d+\. `hf_dumpembed/([\w]+)(?:/|\.py)`", re.MULTILINE)
 LINK = re.compile(r"\]\(([^()\s]+)\)")
 
 
@@ -36,62 +28,22 @@ def pages() -> list[Path]:
     return sorted(DOCS_DIR.glob("*.md"))
 
 
-def required_modules() -> set[str]:
-    """Every module file under hf_dumpembed/ (``__init__.py`` aside) and every subpackage below a layer package."""
-    required = set()
-    for path in PACKAGE.rglob("*.py"):
-        relative = path.relative_to(ROOT).as_posix()
-        if path.name != "__init__.py":
-            required.add(relative)
-        elif len(path.relative_to(PACKAGE).parts) > 2:  # hf_dumpembed/<layer>/<subpackage>/__init__.py
-            required.add(path.parent.relative_to(ROOT).as_posix() + "/")
-    return required
+def _load_script(name: str):
+    """A script of scripts/ as a module (repository tooling, not part of the package; loaded from its file)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def named_modules(text: str) -> list[str]:
-    return ENTRY.findall(text)
-
-
-def architecture_gaps(text: str) -> tuple[list[str], list[str]]:
-    """(modules the page does not name, names that are not modules of the package)."""
-    named = set(named_modules(text))
-    missing = sorted(required_modules() - named)
-    extra = sorted(name for name in named
-                   if not (ROOT / name).exists() or (name.endswith("/") and not (ROOT / name / "__init__.py").exists()))
-    return missing, extra
-
-
-def test_architecture_names_every_module_and_only_modules():
-    missing, extra = architecture_gaps(ARCHITECTURE.read_text(encoding="utf-8"))
-    report = []
-    if missing:
-        report.append("missing from docs/architecture.md (add `- `path`: job` under its layer):\n  "
-                      + "\n  ".join(missing))
-    if extra:
-        report.append("named in docs/architecture.md but not in the package:\n  " + "\n  ".join(extra))
-    assert not report, "\n".join(report)
-
-
-def test_architecture_lists_the_layers_bottom_to_top_with_each_module_under_its_layer():
-    text = ARCHITECTURE.read_text(encoding="utf-8")
-    headings = LAYER_HEADING.findall(text)
-    assert headings == list(LAYERS), f"layer headings {headings} are not test_layout.py's LAYERS {LAYERS}"
-    sections = re.split(r"^### ", text, flags=re.MULTILINE)[1:]
-    misplaced = []
-    for layer, section in zip(headings, sections, strict=False):
-        for name in named_modules(section):
-            if name.split("/")[1].removesuffix(".py") != layer:
-                misplaced.append(f"{name} (under {layer})")
-    assert not misplaced, f"modules listed under another layer: {misplaced}"
-
-
-def test_the_architecture_check_reports_missing_and_extra_modules():
-    text = ARCHITECTURE.read_text(encoding="utf-8")
-    dropped = "- `hf_dumpembed/_utils/hashing.py`:"
-    assert dropped in text
-    broken = text.replace(dropped, "- `hf_dumpembed/_utils/no_such_module.py`:")
-    missing, extra = architecture_gaps(broken)
-    assert "hf_dumpembed/_utils/hashing.py" in missing and "hf_dumpembed/_utils/no_such_module.py" in extra
+def test_docs_architecture_md_is_the_render_of_the_package():
+    architecture = _load_script("architecture")
+    page = architecture.PAGE.read_text(encoding="utf-8")
+    expected = architecture.render(page)
+    assert page == expected, (
+        "docs/architecture.md's layers and modules are not the render of the package (a module was added, moved or "
+        f"its docstring changed). Regenerate them: `{architecture.REGENERATE}`.\n"
+        + architecture.stale_diff(expected, page))
 
 
 def github_anchor(heading: str) -> str:
@@ -171,26 +123,6 @@ def test_every_command_a_doc_shows_has_the_subcommand_and_options(doc: Path):
             if option not in known:
                 wrong.append(f"{line!r}: {name} has no {option}")
     assert not wrong, "\n".join(wrong)
-
-
-def test_the_readme_is_short_and_links_every_page_of_docs():
-    text = README.read_text(encoding="utf-8")
-    lines = text.count("\n")
-    assert lines <= README_MAX_LINES, f"README.md has {lines} lines; move detail into docs/"
-    unlinked = [page.name for page in pages() if f"(docs/{page.name})" not in text]
-    assert not unlinked, f"README.md does not link: {unlinked}"
-    assert len(pages()) >= 6
-
-
-def test_the_readme_quotes_no_measured_figure():
-    """Quality, speed-ups and measured times live in BENCHMARKS.md; the README links its sections. Allowed: the
-    default test run's "~8 min" (an instruction) and tolerances such as 1e-5."""
-    text = README.read_text(encoding="utf-8")
-    prose = re.sub(r"```python.*?```", "", text, flags=re.DOTALL)
-    figures = re.findall(r"[+−-]?\d+(?:\.\d+)?\s?%|\b\d+(?:\.\d+)?x\b|\b\d+\.\d+×|\b0\.\d{2,}\b"
-                         r"|\b\d+(?:\.\d+)?\s?(?:s|sec|seconds|minutes|min|texts/s)\b", prose)
-    figures = [figure for figure in figures if figure != "8 min"]
-    assert not figures, f"README.md quotes figures that belong in BENCHMARKS.md: {figures}"
 
 
 def _top_level_names(source: Path) -> set[str]:

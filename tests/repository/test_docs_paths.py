@@ -1,4 +1,4 @@
-"""The docs cite only repository paths that exist, and docs/architecture.md names every command module.
+"""The docs cite only repository paths and tests that exist.
 
 Run alone: ``python -m pytest tests/repository/test_docs_paths.py`` (reads the markdown files; imports nothing of the
 package).
@@ -12,6 +12,7 @@ rendered from ``scripts/bench/results/*.json``: a path is fixed there and the fi
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from pathlib import Path
 
@@ -69,15 +70,19 @@ def test_the_path_check_reads_globs_braces_templates_and_refuses_a_missing_path(
             "tests/test_nope_*.py"]
 
 
-def test_the_docs_cover_every_page_of_docs():
-    assert sum(doc.startswith("docs/") for doc in DOCS) >= 6, "docs/*.md are not checked: DOCS is out of date"
+def _defined_tests() -> tuple[set[str], set[str]]:
+    """(test files relative to tests/, names of the test functions they define at the top level)."""
+    files = sorted((ROOT / "tests").rglob("test_*.py"))
+    names = {name for file in files
+             for name in re.findall(r"^def (test_\w+)", file.read_text(encoding="utf-8"), re.MULTILINE)}
+    return {file.relative_to(ROOT / "tests").as_posix() for file in files}, names
 
 
-def test_the_architecture_page_names_every_command_module():
-    """docs/architecture.md names each module of `hf_dumpembed/commands/` (`onnx`, ...) with the subcommands it holds
-    (tests/repository/test_docs.py checks every other module)."""
-    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
-    modules = {path.stem for path in (ROOT / "hf_dumpembed" / "commands").glob("*.py") if path.stem != "__init__"}
-    assert modules
-    unnamed = sorted(name for name in modules if f"`hf_dumpembed/commands/{name}.py`" not in text)
-    assert not unnamed, f"docs/architecture.md does not name: {unnamed}"
+@pytest.mark.parametrize("doc", DOCS)
+def test_every_test_a_doc_cites_exists(doc):
+    """A cited `tests/x.py::test_name`, or a bare `test_name` (`test_*` a glob), names a test function that exists."""
+    files, names = _defined_tests()
+    cited = re.findall(r"`(?:tests/([\w/]+/test_\w+\.py)::)?(test_[\w*]+)`", (ROOT / doc).read_text(encoding="utf-8"))
+    missing = sorted({f"tests/{file}" for file, _ in cited if file and file not in files}
+                     | {name for _, name in cited if not fnmatch.filter(names, name)})
+    assert not missing, f"{doc} cites tests that do not exist: {missing}"

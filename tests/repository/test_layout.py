@@ -1,11 +1,13 @@
 """The package's shape: imports flow down the layers, no cycles, short functions, self-contained comments.
 
-Run alone: ``python -m pytest tests/repository/test_layout.py`` (reads source files with ``ast``; imports nothing).
+Run alone: ``python -m pytest tests/repository/test_layout.py`` (reads source files with ``ast``; imports nothing of the
+package).
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.util
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -14,22 +16,17 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "hf_dumpembed"
 
+
+def _layers() -> tuple[str, ...]:
+    """The layers, bottom to top, as scripts/architecture.py (which renders docs/architecture.md) defines them."""
+    spec = importlib.util.spec_from_file_location("architecture", PACKAGE.parent / "scripts" / "architecture.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return tuple(module.LAYERS)
+
+
 # Bottom to top: a module may import from its own layer and the layers before it, never from a later one.
-LAYERS = (
-    "remote",      # the model code shipped inside every folder (torch + transformers only)
-    "_utils",      # console, output folders, machine description
-    "data",        # BEIR folders, collection builders, embedded backbones
-    "model",       # tokenizer, embeddings, prompts, builder, the folder's records and its card
-    "projections",  # post-hoc maps: the method registry, their fitters and the folder writer
-    "training",
-    "evaluation",  # mteb tasks, metrics, runs, results, ModelMeta, reports
-    "export",      # stock sentence-transformers, ONNX and OpenVINO exports; the load-path check
-    "analysis",
-    "publishing",
-    "quickstart",
-    "commands",
-    "cli",
-)
+LAYERS = _layers()
 MAX_FUNCTION_LINES = 80
 # Phrases that point at material outside this repository; markdown files must be ones the repository holds.
 OUTSIDE_REFERENCES = re.compile(r"\bseed \d{3}\b|\bthe brief\b|\.\./shared\b|/work/", re.IGNORECASE)

@@ -57,3 +57,13 @@ def test_config_file_errors_and_overrides(tmp_path: Path) -> None:
     assert config.seed == 3 and config.training.batch_size == 16 and config.training.mini_batch_size == 16
     assert load_config(tmp_path / "run.yaml").training.mini_batch_size == 32
     assert config.checkpoint_dir == str(Path("out.checkpoints").resolve()) and config.model.backbone == "some/backbone"
+
+
+def test_paths_are_taken_as_given_and_the_callers_mapping_is_left_alone(tmp_path: Path) -> None:
+    """Path objects (what `build` returns) are read as strings; the mapping passed in is not modified."""
+    raw = {"model": {"init_from": tmp_path / "built"}, "data": {"path": tmp_path / "train"}, "output": "out"}
+    config = config_from_dict(raw)
+    assert (config.model.init_from, config.data[0].path) == (str(tmp_path / "built"), str(tmp_path / "train"))
+    assert isinstance(raw["model"]["init_from"], Path), "the caller's mapping was modified"
+    with pytest.raises(ConfigError, match="model.init_from: Input should be a valid string; got 3"):
+        config_from_dict({**raw, "model": {"init_from": 3}})

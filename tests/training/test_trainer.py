@@ -7,6 +7,7 @@ import logging
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -16,6 +17,7 @@ from sentence_transformers import SentenceTransformer
 from transformers import AutoModel, AutoTokenizer
 
 from hf_dumpembed.cli import main as cli_main
+from hf_dumpembed.training import trainer
 from hf_dumpembed.training.config import TrainConfig, config_from_dict, save_config
 from hf_dumpembed.training.data import DataReport
 from hf_dumpembed.training.provenance import DATA_HASHES, check_data_unchanged
@@ -196,14 +198,7 @@ def _rewind_scheduler(checkpoint: Path) -> None:
 def test_kill_and_resume_equals_an_uninterrupted_run(tiny_bert: Path, toy_data: Path, tmp_path: Path) -> None:
     """A run stopped after checkpoint-4 (of 6 steps; 3 per epoch, so mid-epoch 2) and resumed runs steps 5 and 6
     only, and ends with the weights of the uninterrupted run; the optimizer and scheduler states of the checkpoint
-    are what it continues from (perturbing either one in a copy of the checkpoint changes the weights).
-
-    Breaks tried (each fails this test): `check_resumable` returning None (a fresh restart from step 0 reaches the
-    same weights, but runs steps 1-6); `trainer.train(resume_from_checkpoint=None)` in `_train`; the trainer's
-    `_load_optimizer_and_scheduler` made a no-op (fresh Adam moments and lr schedule: the weights differ, and the
-    perturbed copies no longer change anything); `ignore_data_skip=True` in `training_arguments` (epoch 2's first
-    batch is seen twice: the weights differ).
-    """
+    are what it continues from (perturbing either one in a copy of the checkpoint changes the weights)."""
     hp = {"epochs": 2, "save_steps": 2, "save_total_limit": 5}
     whole = train(config_from_dict(run_config(tiny_bert, toy_data, tmp_path / "whole", **hp)))
     config = config_from_dict(run_config(tiny_bert, toy_data, tmp_path / "resumed", **hp))
@@ -391,7 +386,7 @@ def test_check_data_unchanged_records_and_compares(tmp_path: Path, caplog) -> No
 
 
 def test_a_train_that_fails_on_its_data_leaves_no_checkpoint_folder(tiny_bert, tmp_path):
-    """Fails on main: a data error left OUT.checkpoints/run_config.yaml."""
+    """A run that fails on its data leaves nothing behind (no OUT.checkpoints folder)."""
     from hf_dumpembed.training import train
     from hf_dumpembed.training.config import config_from_dict
     from tests.support.training_fixtures import run_config, write_jsonl
@@ -401,3 +396,19 @@ def test_a_train_that_fails_on_its_data_leaves_no_checkpoint_folder(tiny_bert, t
     with pytest.raises(ValueError):
         train(config)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.jsonl"]
+
+
+def test_one_readable_log_line_per_logging_step(caplog, monkeypatch) -> None:
+    """Each logging step logs one line (loss, lr, seconds per step, examples per second), on rank 0 only."""
+    clock = iter([100.0, 102.0, 104.0])
+    monkeypatch.setattr(trainer.time, "perf_counter", lambda: next(clock))
+    log = trainer.StepLog(global_batch=64)
+    state = SimpleNamespace(global_step=0, max_steps=10, is_world_process_zero=True)
+    log.on_train_begin(None, state, None)
+    state.global_step = 4
+    with caplog.at_level(logging.INFO, logger=trainer.__name__):
+        log.on_log(None, state, None, logs={"loss": 0.5, "learning_rate": 1e-4})
+        log.on_log(None, SimpleNamespace(**{**vars(state), "is_world_process_zero": False}), None,
+                   logs={"loss": 0.4, "learning_rate": 1e-4})
+    lines = [r.getMessage() for r in caplog.records if r.name == trainer.__name__]
+    assert lines == ["step 4/10  loss 0.5000  lr 1.00e-04  0.50 s/step  128.0 examples/s"]

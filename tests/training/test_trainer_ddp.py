@@ -67,11 +67,7 @@ def _last_complete_step(checkpoints: Path) -> int:
 def test_sigkill_then_resume_from_the_command_line(tiny_bert: Path, tmp_path: Path) -> None:
     """A real kill (SIGKILL of the CLI training process, still running, once checkpoint-4 is complete), then
     `train --resume`: the resumed process logs only the steps after the last complete checkpoint, and its weights
-    equal those of an uninterrupted run of the same config.
-
-    Breaks tried (each fails this test): `check_resumable` returning None (a fresh restart logs steps 1-30);
-    `ignore_data_skip=True` in `training_arguments` (batches of the killed epoch are seen twice: the weights differ).
-    """
+    equal those of an uninterrupted run of the same config."""
     data = write_jsonl(tmp_path / "toy.jsonl", toy_rows())
     raw = run_config(tiny_bert, data, tmp_path / "out", epochs=10, save_steps=2, save_total_limit=20)
     total = 10 * (len(toy_rows()) // 4)
