@@ -119,8 +119,7 @@ def _benchmarks_module():
 
 
 def test_the_package_check_catches_a_load_by_path_and_a_built_path() -> None:
-    """On the code `report --benchmarks` had: the loader and the built path are caught; docstrings and a help text
-    telling the user which script to run are not."""
+    """A load by path and a built scripts/ path are caught; docstrings and a help text naming a script are not."""
     found = reads_scripts(OLD_REPORT, "evaluate.py")
     assert found == ["evaluate.py:10 names the path 'scripts'", "evaluate.py:11 uses spec_from_file_location",
                      "evaluate.py:12 names the path '/scripts/bench'"], found
