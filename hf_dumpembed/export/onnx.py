@@ -34,6 +34,7 @@ import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -57,6 +58,7 @@ from .openvino_ir import (
     openvino_runner,
 )
 from .ort_int8 import OrtInt8Options, quantize_onnxruntime_int8
+from .prompt_tokenizers import write_prompt_tokenizers
 from .runtimes import onnxruntime_runner, row_cosines, torch_vectors
 from .stock_compat import legacy_tokenizer_config
 
@@ -400,6 +402,7 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
     calibration = check_request(int8, openvino, precision, calibration_texts, int8_options, int8_dynamic)
     model_dir = Path(model_dir)
     model, tokenizer = load_for_export(model_dir)
+    prompts = export_prompts(model_dir, model.config)  # before any work: refused where the folder's files disagree
     inputs = graph_inputs(model, tokenizer)
     graph = EmbeddingGraph(model, "token_type_ids" in inputs).eval()
     batches = parity_batches(tokenizer, inputs, model.config.pooling)
@@ -437,8 +440,7 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
             "source": str(model_dir.resolve()), "inputs": inputs, "output": OUTPUT_NAME,
             "dimension": result.dimension, "pooling": model.config.pooling, "normalized": bool(model.config.normalize),
             "num_dump_tokens": model.config.num_dump_tokens, "opset": OPSET, "torch": torch.__version__,
-            # the text to put before each query / document (the graph and the tokenizer add none)
-            "prompts": dict(model.config.prompts or {}),
+            "prompts": prompts, "prompt_tokenizers": write_prompt_tokenizers(staging, prompts),  # export_prompts
             "onnxruntime_fused": fused, "onnxruntime_int8": ort_int8,
             "openvino_precision": precision if openvino else None, **openvino_entries,
             "quantization": quantization, "parity": [asdict(p) for p in result.parity],
@@ -449,6 +451,17 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
         (staging / "README.md").write_text(render_readme(model_dir, manifest, staging))
         result.files = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
     return result
+
+
+def export_prompts(model_dir: Path, config: Any) -> dict[str, str]:
+    """onnx_export.json's ``prompts``: the folder's (`folder_prompts`), with ``query`` and ``document`` always named,
+    the texts its ``encode_query`` / ``encode_document`` put first (`side_prompts`; a folder that calls it ``passage``
+    keeps that name too). Neither the graph nor tokenizer.json adds them; ``prompt_tokenizers`` records the
+    tokenizer_query.json / tokenizer_document.json that do, where written (`write_prompt_tokenizers`)."""
+    from ..model.st_files import folder_prompts, side_prompts
+
+    prompts = folder_prompts(model_dir, config)
+    return {**prompts, **side_prompts(prompts, config.default_prompt_name)}
 
 
 def load_for_export(model_dir: Path):

@@ -70,7 +70,8 @@ print(embeddings[0][:4])
 ```
 
 fastembed tokenizes with this folder's tokenizer.json and sets its own padding and truncation from
-`tokenizer_config.json`; queries and documents are embedded alike (the model has no prompts inside the graph).
+`tokenizer_config.json`; its `query_embed` / `passage_embed` add no prompt for a custom model, so put the prompt
+(see Prompts above) in front of each text yourself.
 {openvino_section}{quantization_section}
 Made with `hf-dumpembed export-onnx` (torch {torch}, opset {opset}). The exporter needs
 `pip install 'hf_dumpembed[onnx]'` (and `[openvino]` for `--openvino`); running the graph needs only the
@@ -135,11 +136,25 @@ stay close to f32 (see the parity table), and on CPUs with VNNI / AMX it runs be
 PROMPTS_SECTION = """
 ## Prompts
 
-This model reads its texts after a prompt, which neither the graph nor the tokenizer adds: prepend it to each text
-before tokenizing, as sentence-transformers' `encode_query` / `encode_document` do ({listed}). For example
-`texts = [{example!r} + text for text in queries]` in the snippets below; without it the vectors are not the
-model's.
+This model reads its texts after a prompt, which neither the graph nor `tokenizer.json` adds: {listed} (also under
+`prompts` in onnx_export.json). Put it in front of each text before tokenizing, as sentence-transformers'
+`encode_query` / `encode_document` do, e.g. `texts = [{example!r} + text for text in queries]` in the snippets below;
+without it the vectors are not the model's.{files}
 """
+
+NO_PROMPTS_SECTION = """
+## Prompts
+
+This model has no prompts: queries and documents are tokenized alike (`prompts` in onnx_export.json are empty
+strings).
+"""
+
+PROMPT_FILES_TEXT = """
+
+{written} the same tokenizer with the prompt's token ids in its template (after the [DUMP] tokens, before the text):
+load {load} with `Tokenizer.from_file` instead of `tokenizer.json` and pass the texts as they are, for clients that
+only take a tokenizer file. It was written only where the prompt tokenizes the same whatever text follows it, checked
+on texts of every kind at export.{refused}"""
 
 QUANTIZATION_SECTION = """
 ## int8 and binary codes (`quantization.json`)
@@ -212,21 +227,31 @@ def render_readme(model_dir: Path, manifest: dict[str, Any], folder: Path, model
             bf16_note=BF16_NOTE if openvino == "bf16" else "", int8_note=_openvino_int8_note(manifest)
         ) if openvino else "",
         quantization_section=_quantization_section(folder, path),
-        prompts_section=_prompts_section(model_dir),
+        prompts_section=_prompts_section(manifest),
     )
 
 
-def _prompts_section(model_dir: Path) -> str:
-    """Which prompt to prepend to which text, when the folder has non-empty prompts (empty otherwise)."""
-    import json
-
-    config = json.loads((model_dir / "config.json").read_text()) if (model_dir / "config.json").is_file() else {}
-    prompts = {name: text for name, text in (config.get("prompts") or {}).items() if text}
-    if not prompts:
-        return ""
-    listed = "; ".join(f"{name}: {text!r}" for name, text in prompts.items()) + "; also under `prompts` in " \
-        "onnx_export.json"
-    return PROMPTS_SECTION.format(listed=listed, example=prompts.get("query", next(iter(prompts.values()))))
+def _prompts_section(manifest: dict[str, Any]) -> str:
+    """Which prompt to prepend to which text, and the prompt-side tokenizer files that add it (onnx_export.json's
+    ``prompts`` and ``prompt_tokenizers``)."""
+    sides = {side: text for side, text in manifest["prompts"].items() if side in ("query", "document")}
+    if not any(manifest["prompts"].values()):
+        return NO_PROMPTS_SECTION
+    listed = "; ".join(f"{name}: {text!r}" for name, text in manifest["prompts"].items())
+    entries = manifest.get("prompt_tokenizers") or {}
+    written = {side: entry["file"] for side, entry in entries.items() if entry.get("file") and sides.get(side)}
+    refused = [f"`{side}`: {entry['reason']}" for side, entry in entries.items() if not entry.get("file")]
+    files = ""
+    if written:
+        files = PROMPT_FILES_TEXT.format(
+            written=" and ".join(f"`{file}` ({side})" for side, file in written.items()) + (" is" if len(written) == 1
+                                                                                              else " are"),
+            load=" / ".join(f"`{file}`" for file in written.values()),
+            refused="".join(f" No file for {line}." for line in refused))
+    elif refused:
+        files = "\n\nNo prompt-side tokenizer file: " + " ".join(f"{line}." for line in refused)
+    example = sides.get("query") or next(text for text in manifest["prompts"].values() if text)
+    return PROMPTS_SECTION.format(listed=listed, example=example, files=files)
 
 
 def _quantization_section(folder: Path, path: str) -> str:

@@ -23,7 +23,7 @@ from ..model.dumpembed_folder import require_dumpembed_folder
 from ..model.export_record import write_export_record
 from ..model.exportable import ST_POOLING, stock_export_blocker
 from ..model.folder_schema import folder_code_may_run
-from ..model.st_files import st_settings
+from ..model.st_files import folder_prompts, st_settings
 from ..remote import DumpEmbedModel
 from .stock_compat import make_portable
 
@@ -71,6 +71,7 @@ def export_stock_st(model_dir: str | Path, out_dir: str | Path, overwrite: bool 
 
 def _export(model_dir: Path, out_dir: str | Path, overwrite: bool, check: Callable[[Path], None] | None) -> Path:
     model = DumpEmbedModel.from_pretrained(model_dir, dtype="auto")  # the backbone keeps the folder's dtype
+    folder_prompts(model_dir, model.config)  # refused where config.json and config_sentence_transformers.json disagree
     blocker = stock_export_blocker(model.config.to_dict())
     if blocker is not None:
         rebuild = ""

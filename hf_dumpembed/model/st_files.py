@@ -31,6 +31,35 @@ def st_settings(config: Any | None) -> dict[str, Any]:
             "similarity_fn_name": getattr(config, "similarity_fn_name", None) or "cosine"}
 
 
+# The prompt names sentence-transformers' encode_document tries, in its order (encode_query tries "query" only).
+DOCUMENT_PROMPT_NAMES = ("document", "passage", "corpus")
+
+
+def side_prompts(prompts: dict[str, str], default_prompt_name: str | None = None) -> dict[str, str]:
+    """The texts sentence-transformers' ``encode_query`` / ``encode_document`` put before a query / a document with
+    these prompts: the ``query`` prompt, the first of `DOCUMENT_PROMPT_NAMES`, else the default prompt, else none."""
+    fallback = prompts.get(default_prompt_name, "") if default_prompt_name else ""
+    document = next((prompts[name] for name in DOCUMENT_PROMPT_NAMES if name in prompts), fallback)
+    return {"query": prompts.get("query", fallback), "document": document}
+
+
+def folder_prompts(model_dir: str | Path, config: Any) -> dict[str, str]:
+    """The prompts of the folder ``model_dir`` whose loaded config is ``config``: config.json's (`st_settings`:
+    `DEFAULT_PROMPTS` where a folder built before config.json named them has none), which must equal those of its
+    config_sentence_transformers.json (what sentence-transformers applies), so every export carries the prompts the
+    folder's own ``encode_query`` / ``encode_document`` use."""
+    prompts = st_settings(config)["prompts"]
+    path = Path(model_dir) / "config_sentence_transformers.json"
+    if path.is_file():
+        stated = json.loads(path.read_text(encoding="utf-8")).get("prompts") or DEFAULT_PROMPTS
+        if stated != prompts:
+            raise ValueError(f"{model_dir}: config_sentence_transformers.json has the prompts {stated!r} and "
+                             f"config.json {prompts!r}; sentence-transformers reads the first, transformers and the "
+                             "exports the second. Make them equal (edit the `prompts` of one file to match the "
+                             "other), then export again.")
+    return prompts
+
+
 def sentence_transformers_files(config: Any | None = None) -> dict[str, Any]:
     """File name -> JSON content of the three files, for a model with ``config``'s prompts and similarity."""
     settings = st_settings(config)
