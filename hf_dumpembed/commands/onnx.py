@@ -55,6 +55,11 @@ Needs pip install 'hf_dumpembed[onnx]' (and 'hf_dumpembed[openvino]', which brin
 """
 
 
+# What to pass when the fit corpus cannot be read again (the end of recorded_fit_corpus's refusal).
+CALIBRATION_WAY_OUT = ("give texts like the ones the model will embed (the fit corpus, where you have it) with "
+                       "--calibration PATH, or use --int8-dynamic without --int8, whose OpenVINO int8 needs no texts")
+
+
 def calibration_corpus(args: argparse.Namespace):
     """--calibration's texts, else the folder's fit corpus (read again and checked against its recorded sha256); a
     BEIR folder gives its queries too (the model embeds both, and int8 ranges from documents alone miss queries')."""
@@ -64,13 +69,13 @@ def calibration_corpus(args: argparse.Namespace):
     from ..projections.corpus import read_corpus, recorded_fit_corpus
 
     try:
-        corpus = read_corpus(args.calibration) if args.calibration is not None else recorded_fit_corpus(args.model)
+        corpus = read_corpus(args.calibration) if args.calibration is not None else recorded_fit_corpus(
+            args.model, instead=CALIBRATION_WAY_OUT)
     except ValueError as error:
         if args.calibration is not None:
             raise
         raise ValueError(f"OpenVINO int8 is calibrated on the texts the model will embed, by default its fit "
-                         f"corpus. {error} (--calibration PATH; or --int8-dynamic without --int8, whose OpenVINO int8 "
-                         f"needs no texts)") from None
+                         f"corpus. {error}") from None
     if is_beir_folder(corpus.path) and (Path(corpus.path) / "queries.jsonl").exists():
         corpus = dataclasses.replace(corpus, texts=corpus.texts + list(load_queries(corpus.path).values()))
     return corpus

@@ -7,7 +7,8 @@ fit records in the model's ``projection_info["corpus"]``.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -125,32 +126,53 @@ def read_corpus(path: str | Path, text_column: str | None = None, max_texts: int
                   kind=kind, num_source_texts=num_source_texts)
 
 
-def recorded_fit_corpus(model_dir: str | Path) -> Corpus:
-    """The corpus the folder's projection was fitted on, read again from the path its ``projection_info`` records
-    (relative to the working directory) and checked against the recorded sha256.
+# ``projection_info["corpus"]`` key of the corpus's path relative to the fitted folder (kept in the record's extra
+# keys), so that a command run from any working directory finds the corpus beside the folder.
+FOLDER_PATH_KEY = "folder_path"
+TEXTS_HINT = "pass the texts to use explicitly (a .jsonl/.txt file, a BEIR folder or a saved HF dataset)"
 
-    Raises ValueError naming what to pass instead when the folder records no corpus, or the file is gone or changed.
+
+def with_folder_path(record: CorpusRecord, corpus_path: str | Path, folder: str | Path) -> CorpusRecord:
+    """``record`` with the corpus's path relative to ``folder`` (where the fit writes) under `FOLDER_PATH_KEY`; left
+    out where the two share no folder two levels below the root (the path would climb through the machine's layout,
+    e.g. from one home folder into another)."""
+    corpus, target = Path(corpus_path).resolve(), Path(folder).resolve()
+    common = Path(os.path.commonpath([corpus, target]))
+    if len(common.parts) < 3:
+        return record
+    return replace(record, extra={**record.extra, FOLDER_PATH_KEY: Path(os.path.relpath(corpus, target)).as_posix()})
+
+
+def recorded_fit_corpus(model_dir: str | Path, instead: str = TEXTS_HINT) -> Corpus:
+    """The corpus the folder's projection was fitted on, read again and checked against the recorded sha256: found
+    by its path relative to the folder (`FOLDER_PATH_KEY`, folders fitted since it is recorded), else by its
+    recorded public path (relative to the working directory, then beside each folder above the model folder).
+
+    Raises ValueError ending with ``instead`` (what to pass) when the folder records no corpus, or the file is gone
+    or changed.
     """
     import json
 
     info = ProjectionInfo.from_config(json.loads((Path(model_dir) / "config.json").read_text()))
     recorded = (info.corpus if info is not None else None) or CorpusRecord()
-    hint = "pass the texts to use explicitly (a .jsonl/.txt file, a BEIR folder or a saved HF dataset)"
     if not recorded.path:
         raise ValueError(f"{model_dir} records no fit corpus (its projection needs none, or it was never fitted): "
-                         f"{hint}.")
+                         f"{instead}.")
     path = Path(recorded.path)
-    found = [candidate for candidate in corpus_candidates(path, Path(model_dir)) if candidate.exists()]
+    beside = recorded.extra.get(FOLDER_PATH_KEY)
+    candidates = ([Path(model_dir) / beside] if beside else []) + corpus_candidates(path, Path(model_dir))
+    found = [candidate for candidate in candidates if candidate.exists()]
     if not found:
-        raise ValueError(f"{model_dir} was fitted on {path}, which is not here (paths are relative to the working "
-                         f"directory it was fitted in; looked there and beside each folder above {model_dir}): run "
-                         f"from there, or {hint}.")
+        where = f"{Path(model_dir) / beside} (its place beside the folder at fit time), " if beside else ""
+        raise ValueError(f"{model_dir} was fitted on {recorded.name or path.name} (sha256 "
+                         f"{(recorded.sha256 or '?')[:12]}...), which is not here (looked at {where}{path} from "
+                         f"this working directory and beside each folder above {model_dir}): {instead}.")
     for candidate in found:  # the recorded sha256 decides which one it is
         corpus = read_corpus(candidate)
         if not recorded.sha256 or corpus.sha256 == recorded.sha256:
             return corpus
     raise ValueError(f"{found[0]} has changed since {model_dir} was fitted on it (sha256 {corpus.sha256[:12]}..., "
-                     f"recorded {recorded.sha256[:12]}...): {hint}.")
+                     f"recorded {recorded.sha256[:12]}...): {instead}.")
 
 
 def corpus_candidates(recorded: Path, model_dir: Path) -> list[Path]:

@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Mapping
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +27,7 @@ from ..model.prompting import PROMPT_TEMPLATES, PromptMode, prompt_mode, set_pro
 from ..model.quantization import CALIBRATION_FILE, Calibration
 from ..remote import DumpEmbedModel
 from ..remote.modeling_dumpembed import DumpProjection, check_finite
-from .corpus import Corpus, read_corpus
+from .corpus import Corpus, read_corpus, with_folder_path
 from .encode import encode_corpus, encode_texts
 from .maths.pseudo_queries import PseudoQueries, build_pseudo_queries, check_pseudo_queries
 from .methods.base import FitContext, FittedProjection, PseudoSet
@@ -154,6 +155,8 @@ def _fit_locked(model_dir: Path, items: list[tuple[Path, FitOptions]], corpus: s
             written.append(out_dir)  # one rank writes
             continue
         info = provenance(fitted, options, model, model_dir, texts if options.needs_corpus else None)
+        if info.corpus is not None:  # found again from any working directory (export-onnx's calibration)
+            info = replace(info, corpus=with_folder_path(info.corpus, texts.path, out_dir))
         check_finite(fitted.projection, prefix="projection.")  # never write a map that gives NaN vectors
         model.projection = fitted.projection
         model.config.projection_dim = info.dim

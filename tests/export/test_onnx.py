@@ -121,7 +121,7 @@ def test_openvino_int8_needs_calibration_texts(bert_dump_model, tmp_path, monkey
         export_onnx(bert_dump_model, tmp_path / "out", int8=True, openvino=True, calibration_texts=["", " "])
     assert not (tmp_path / "out").exists()
     # The CLI: no fit corpus recorded in this folder -> says to pass --calibration; --calibration alone -> add flags.
-    with pytest.raises(SystemExit, match="records no fit corpus.*--calibration PATH; or --int8-dynamic without"):
+    with pytest.raises(SystemExit, match="records no fit corpus.*--calibration PATH, or use --int8-dynamic without"):
         main(["export-onnx", str(bert_dump_model), str(tmp_path / "out"), "--int8", "--openvino"])
     with pytest.raises(SystemExit, match="add --int8 --openvino"):
         main(["export-onnx", str(bert_dump_model), str(tmp_path / "out"), "--calibration", "x.txt"])
@@ -277,6 +277,7 @@ def test_quantization_calibration_travels_with_the_graph(bert_dump_model, tmp_pa
     staging.mkdir()
     assert onnx_export.copy_quantization_calibration(folder, staging, 32) is None
     assert not (staging / "quantization.json").exists()
+
 
 def test_onnx_export_refuses_a_model_that_composes_a_prompt(llama_dump_model, tmp_path):
     """A folder composing a prompt inside the model is refused with the reason; nothing is written."""

@@ -38,3 +38,32 @@ def test_corpus_reader_never_fails_with_anything_but_a_value_error(tmp_path_fact
         assert str(folder / "corpus.jsonl") in str(error)
         return
     assert documents and all(isinstance(doc["text"], str) for doc in documents.values())
+
+
+def test_the_fit_corpus_is_found_beside_the_folder_from_any_working_directory(bert_dump_model, tmp_path,
+                                                                              monkeypatch):
+    """A corpus outside the working directory is recorded by name only (no local path in config.json) and by its
+    path from the fitted folder, so export-onnx's default calibration finds it from anywhere; once it is gone, the
+    refusal says once what to pass."""
+    import json
+
+    from hf_dumpembed.projections.corpus import recorded_fit_corpus
+    from hf_dumpembed.projections.fit import FitOptions, fit_projection
+    from tests.support.fit_fixtures import write_corpus
+
+    for name in ("project/data", "fitted-here", "elsewhere"):
+        (tmp_path / name).mkdir(parents=True)
+    corpus = write_corpus(tmp_path / "project" / "data" / "corpus.txt")
+    monkeypatch.chdir(tmp_path / "fitted-here")
+    folder = fit_projection(bert_dump_model, tmp_path / "project" / "runs" / "model",
+                            FitOptions(method="pca", dim=8, progress=False, plots=False), corpus=corpus)
+    record = json.loads((folder / "config.json").read_text())["projection_info"]["corpus"]
+    assert record["path"] == "corpus.txt" and record["folder_path"] == "../../data/corpus.txt"
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert recorded_fit_corpus(folder).sha256 == record["sha256"]
+    corpus.rename(tmp_path / "moved.txt")
+    with pytest.raises(SystemExit) as refusal:
+        main(["export-onnx", str(folder), str(tmp_path / "onnx"), "--int8", "--openvino"])
+    message = str(refusal.value)
+    assert "corpus.txt" in message and "which is not here" in message and message.count("--calibration PATH") == 1
+    assert "--int8-dynamic" in message and not (tmp_path / "onnx").exists()

@@ -3,8 +3,11 @@ upstream pins that keep sentence-transformers' optimum backends and fastembed ou
 
 from __future__ import annotations
 
+import re
+import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -55,3 +58,34 @@ def test_the_optimum_backends_cannot_share_hf_dumpembeds_transformers() -> None:
 def test_fastembed_wants_an_older_huggingface_hub() -> None:
     result = _dry_run("fastembed==0.9.1", "huggingface-hub>=2")  # older fastembed releases resolve by other pins
     assert result.returncode != 0 and "ResolutionImpossible" in result.stderr, result.stderr[-2000:]
+
+
+ENVIRONMENTS_DOC = Path(__file__).resolve().parents[2] / "docs" / "environments.md"
+PIP_LINE = re.compile(r"^~/venvs/([\w-]+)/bin/pip install (.+?)(?:\s+#.*)?$", re.M)
+
+
+def install_lines() -> dict[str, list[str]]:
+    """Environment -> the requirements its `pip install` lines in docs/environments.md name (options dropped)."""
+    found: dict[str, list[str]] = {}
+    for venv, arguments in PIP_LINE.findall(ENVIRONMENTS_DOC.read_text()):
+        words = shlex.split(arguments)
+        options = {i + 1 for i, word in enumerate(words) if word == "--index-url"}
+        found.setdefault(venv, []).extend(w for i, w in enumerate(words) if not w.startswith("-") and i not in options)
+    return found
+
+
+def test_every_install_line_is_pinned() -> None:
+    lines = install_lines()
+    assert {"st-onnx", "st-openvino", "fastembed"} <= set(lines), lines
+    unpinned = [requirement for requirements in lines.values() for requirement in requirements
+                if "==" not in requirement]
+    assert not unpinned, f"docs/environments.md installs unpinned requirements (pip may backtrack for long): {unpinned}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("venv", ["st-onnx", "st-openvino", "fastembed"])
+def test_each_environments_pinned_lines_resolve_together_quickly(venv: str) -> None:
+    """pip's resolver, from the package registry (torch there instead of its CPU index), within 5 minutes."""
+    result = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "-q",
+                             *install_lines()[venv]], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
