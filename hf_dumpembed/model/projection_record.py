@@ -1,8 +1,11 @@
 """The typed record of a fit: config.json's ``projection_info`` (what was fitted, on what, what the folder serves).
 
-`ProjectionInfo` serialises to exactly the dict the fit writes: the same keys in the same order, the keys every
-fit records written even when None, the method-specific ones only when set; keys it does not know (a method's own,
-or a later version's) are kept. The methods themselves are classes of `hf_dumpembed.projections.methods`.
+``projection_info`` is ``{"method", "description", ..., "params": {...}}``: the fields every fit records (the
+method's name, k, the corpus, what the folder serves), written even when None, and under ``params`` what the method
+itself records (SpecTemp's γ and knee, EmbedFilter's band, ...), written by the method and read by name
+(``info.gamma`` reads ``params["gamma"]``). Keys this version does not know are kept as they were. Folders written
+before ``params`` existed (one flat dict) read the same. The methods are classes of
+`hf_dumpembed.projections.methods`.
 """
 
 from __future__ import annotations
@@ -79,45 +82,60 @@ class AutoRecord(_Record):
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+# What a method records under ``params`` in this package's methods, read as None where a fit did not set them.
+METHOD_PARAM_NAMES = frozenset({
+    "mode", "gamma", "knee", "ratio", "knee_fallback", "noise_floor", "t0", "used_rank", "route", "reference_gamma",
+    "eps", "spectrum_rank", "band_start", "unembedding", "excluded_rows", "auto"})
+
+
 @dataclass(frozen=True)
 class ProjectionInfo(_Record):
-    """``config.projection_info``: what was fitted, on what, and what the folder serves."""
+    """``config.projection_info``: what was fitted, on what, what the folder serves, and the method's ``params``."""
 
     _ALWAYS: ClassVar[frozenset[str]] = frozenset({
-        "method", "mode", "dim", "gamma", "knee", "ratio", "seed", "corpus", "fitted_at", "plots", "selection",
-        "source_model", "input", "prompt", "max_dim", "selectable_dims"})
-    _NESTED: ClassVar[dict[str, type[_Record]]] = {"corpus": CorpusRecord, "auto": AutoRecord}
+        "method", "params", "dim", "seed", "corpus", "fitted_at", "plots", "selection", "source_model", "input",
+        "prompt", "max_dim", "selectable_dims"})
+    _NESTED: ClassVar[dict[str, type[_Record]]] = {"corpus": CorpusRecord}
 
     method: str | None = None
     description: str | None = None  # the method's words for the fitted map (the card's)
-    mode: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)  # the method's own record (γ, knee, band, auto's choice, ...)
     dim: int | None = None
-    gamma: float | None = None  # γ at k (None: no tempering, or auto's prefix route)
-    knee: int | None = None
-    ratio: int | None = None
     seed: int | None = None  # of the random map, or of the corpus sample
     corpus: CorpusRecord | None = None
     fitted_at: str | None = None
     plots: list[str] = field(default_factory=list)
-    knee_fallback: bool | None = None  # SpecTemp's SNR-knee rule (reference / robust / auto's base)
-    noise_floor: float | None = None
-    t0: int | None = None
-    used_rank: int | None = None
-    route: str | None = None  # auto mode at k: centred, uncentred or prefix
-    reference_gamma: float | None = None
     selection: str | None = None  # how the map is recomposed for another k (None: fixed dimension)
-    eps: float | None = None
-    spectrum_rank: int | None = None
-    band_start: int | None = None  # EmbedFilter's band
-    unembedding: str | None = None
-    excluded_rows: int | None = None
-    auto: AutoRecord | None = None
     source_model: str | None = None
     input: str | None = None
     prompt: str | None = None
     max_dim: int | None = None
     selectable_dims: list[int] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> Any:
+        """A method's recorded value by name (``info.gamma``); None for this package's names the fit did not set."""
+        params = self.__dict__.get("params", {})
+        if name in params:
+            return params[name]
+        if name in METHOD_PARAM_NAMES:
+            return None
+        raise AttributeError(f"{type(self).__name__} has no field or recorded parameter {name!r}")
+
+    @property
+    def auto(self) -> AutoRecord | None:
+        """SpecTemp auto mode's record (``params["auto"]``), None for other fits."""
+        record = self.params.get("auto")
+        return AutoRecord.from_dict(record) if isinstance(record, Mapping) else record
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ProjectionInfo:
+        """The record of a stored dict; a flat record (before ``params``) has its method's fields moved there."""
+        if "params" not in data:
+            shared = {item.name for item in fields(cls)}
+            data = {**{key: value for key, value in data.items() if key in shared},
+                    "params": {key: value for key, value in data.items() if key not in shared}}
+        return super().from_dict(data)
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any] | Any) -> ProjectionInfo | None:

@@ -61,8 +61,8 @@ class DumpEmbedConfig(PreTrainedConfig):
         projection_dim: the stored projection's output dimension (default: the pooled embedding's size).
         normalize: L2-normalise the output; normalize_pooled: L2-normalise the pooled vector before the projection
             (fitted projections were fitted on unit-length embeddings).
-        projection_info: a fitted projection's record (method, k, corpus hash, ...); its `selection` is set exactly
-            when the folder stores what recomposes the map for any k at load time.
+        projection_info: a fitted projection's record (method, k, corpus hash, ..., and the method's own `params`);
+            its `selection` is set exactly when the folder stores what recomposes the map for any k at load time.
         max_position_embeddings: the longest input the backbone accepts (default: the backbone's).
         base_model, dump_init, pooling_reason, training_info: the backbone built from, how the [DUMP] rows were
             initialised, why this pooling, what the model was fine-tuned on (model card and MTEB metadata).

@@ -315,8 +315,9 @@ class DumpEmbedModel(PrefixCacheMixin, DumpEmbedPreTrainedModel):
                 f"output dimension {stored_dim} (method {info.get('method', 'identity')!r} stores no spectrum). "
                 f"To choose the dimension at load time, {ANY_K_HINT}.")
         self.pooled_dense = DumpDense(config.hidden_size, config.embedding_size) if config.dense_layers else None
+        params = info.get("params", info)  # the method's own record (flat in folders written before "params")
         self.projection = DumpProjection(config.embedding_size, stored_dim, selection=info.get("selection"),
-                                         eps=float(info.get("eps", SPECTRAL_EPS)))
+                                         eps=float(params.get("eps", SPECTRAL_EPS)))
         self._backbone_takes_position_ids = counts_positions_from_mask(self.backbone)
         # A learned absolute position table cannot index past its size: longer inputs get a clear error.
         self._absolute_positions = any(name.rsplit(".", 1)[-1] in ("position_embeddings", "wpe")
@@ -360,14 +361,15 @@ class DumpEmbedModel(PrefixCacheMixin, DumpEmbedPreTrainedModel):
         self.projection.select(k)
         self.config.projection_dim = k
         info = {**(self.config.projection_info or {}), "dim": k}
+        params = dict(info["params"]) if "params" in info else info  # flat in folders written before "params"
         if self.projection.selection in ("spectral", "auto"):
-            info["gamma"] = float(self.projection.gammas[k - 1])
+            params["gamma"] = float(self.projection.gammas[k - 1])
             if self.projection.selection == "auto":
-                info["route"] = self.projection.route(k)
-                info["gamma"] = None if info["route"] == "prefix" else info["gamma"]
-            if info.get("knee_fallback"):
-                info["knee"] = max(1, k // 2)
-        self.config.projection_info = info
+                params["route"] = self.projection.route(k)
+                params["gamma"] = None if params["route"] == "prefix" else params["gamma"]
+            if params.get("knee_fallback"):
+                params["knee"] = max(1, k // 2)
+        self.config.projection_info = {**info, "params": params} if "params" in info else info
 
     def get_input_embeddings(self) -> nn.Module:
         return self.backbone.get_input_embeddings()

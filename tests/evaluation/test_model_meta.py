@@ -144,7 +144,7 @@ def test_the_loader_refuses_a_folder_that_no_longer_matches_its_meta(fitted: Pat
     folder = shutil.copytree(fitted, tmp_path / "changed")
     meta = build_model_meta(folder, strict=False)
     config = json.loads((folder / "config.json").read_text())
-    config["projection_info"]["mode"] = "robust"
+    config["projection_info"]["params"]["mode"] = "robust"
     (folder / "config.json").write_text(json.dumps(config))
     with pytest.raises(ValueError, match="no longer is the model its ModelMeta describes: projection"):
         meta.load_model()

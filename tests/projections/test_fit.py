@@ -27,7 +27,7 @@ from tests.support.fit_fixtures import corpus_texts, folder_digest, write_corpus
 
 TEXTS = ["A man is eating food.", "hello world second text", "Open the file, read every line.", "A monkey plays drums."]
 
-SCHEMA_KEYS = {"method", "mode", "dim", "gamma", "knee", "ratio", "seed", "corpus", "fitted_at", "plots"}
+SCHEMA_KEYS = {"method", "params", "dim", "seed", "corpus", "fitted_at", "plots", "selection", "max_dim"}
 
 
 @pytest.fixture(scope="module")
@@ -61,20 +61,20 @@ def test_spectemp_folder_same_vectors_everywhere_with_provenance(spectemp_folder
     assert report.ok, report.describe()
     info = _info(fit16)
     assert SCHEMA_KEYS <= set(info)
-    assert info["method"] == "spectemp" and info["mode"] == "reference" and info["dim"] == 16
+    assert info["method"] == "spectemp" and info["params"]["mode"] == "reference" and info["dim"] == 16
     # Named by name and sha256, never by an absolute path of this machine (the corpus lies outside the cwd).
     assert info["corpus"] == {"path": corpus.name, "name": corpus.name, "sha256": sha256_files([corpus]),
                               "num_texts": len(corpus_texts())}
     assert not Path(info["source_model"]).is_absolute()
     knee, gamma16 = reference_knee_and_gamma(llama_dump_model, 16)
-    assert info["knee"] == knee and info["gamma"] == pytest.approx(gamma16, abs=1e-6)
+    assert info["params"]["knee"] == knee and info["params"]["gamma"] == pytest.approx(gamma16, abs=1e-6)
     for plot in info["plots"]:
         assert (fit16 / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert {"plots/spectrum.png", "plots/snr.png", "plots/gamma.png"} == set(info["plots"])
     # The stored map is SpecTemp's for k=16: (x_unit − μ) W_16, W_16 = U_16 diag((λ + 1e-6)^(−γ/2)).
     model = AutoModel.from_pretrained(fit16, trust_remote_code=True)
     p = model.projection
-    expected = p.basis[:, :16].double() * (p.eigenvalues[:16].double() + 1e-6) ** (-info["gamma"] / 2)
+    expected = p.basis[:, :16].double() * (p.eigenvalues[:16].double() + 1e-6) ** (-info["params"]["gamma"] / 2)
     assert torch.allclose(p.matrix.double(), expected, rtol=1e-6, atol=0)
 
 
@@ -86,7 +86,7 @@ def test_choosing_k_at_load_time_equals_fitting_at_k(spectemp_folders) -> None:
     fitted = AutoModel.from_pretrained(fit8, trust_remote_code=True)
     assert torch.equal(chosen.projection.matrix, fitted.projection.matrix)
     assert chosen.config.projection_info["dim"] == 8
-    assert chosen.config.projection_info["gamma"] == pytest.approx(_info(fit8)["gamma"])
+    assert chosen.config.projection_info["params"]["gamma"] == pytest.approx(_info(fit8)["params"]["gamma"])
     with pytest.raises(StrictDataclassError, match="projection_dim must be between 1 and"):
         AutoModel.from_pretrained(fit16, trust_remote_code=True, projection_dim=33)
     reference = encode_with_automodel(fit8, TEXTS)
@@ -138,16 +138,17 @@ def test_baseline_folders_match_their_stock_export(method, extra, llama_dump_mod
     b = encode_with_sentence_transformers(stock, TEXTS, trust_remote_code=False)
     assert a.shape == (len(TEXTS), 12)
     assert np.abs(a - b).max() <= 1e-5
-    assert _info(out)["gamma"] == {"whiten": 1.0, "pca": 0.0, "gamma": pytest.approx(0.3)}.get(method)
+    assert _info(out)["params"].get("gamma") == {"whiten": 1.0, "pca": 0.0, "gamma": pytest.approx(0.3)}.get(method)
 
 
 def test_embedfilter_folder_excludes_dump_rows_and_selects_band_at_load(llama_dump_model, tmp_path) -> None:
     out = fit_projection(llama_dump_model, tmp_path / "ef", FitOptions(method="embedfilter", ratio=2, progress=False))
     info = _info(out)
-    assert info["dim"] == 16 and info["ratio"] == 2 and info["unembedding"] == "tied input embeddings"
+    params = info["params"]
+    assert info["dim"] == 16 and params["ratio"] == 2 and params["unembedding"] == "tied input embeddings"
     model = AutoModel.from_pretrained(out, trust_remote_code=True)
     dump_ids = model.config.dump_token_ids
-    assert info["excluded_rows"] == len(dump_ids) == 3
+    assert params["excluded_rows"] == len(dump_ids) == 3
     weight = model.get_input_embeddings().weight.detach()
     _, basis = gram_basis(weight, exclude_rows=dump_ids)
     band = basis[:, 8:24]
@@ -236,7 +237,7 @@ def test_fewer_texts_than_dimensions_works_with_a_warning(llama_dump_model, tmp_
                              FitOptions(method="spectemp", dim=8, robust=True, progress=False, plots=False),
                              corpus=few)
     info = _info(out)
-    assert info["used_rank"] <= 19 and info["corpus"]["num_texts"] == 20
+    assert info["params"]["used_rank"] <= 19 and info["corpus"]["num_texts"] == 20
     assert np.isfinite(encode_with_automodel(out, TEXTS)).all()
 
 

@@ -29,9 +29,9 @@ def test_auto_folder_load_time_k_equals_fit_at_k(llama_dump_model, tmp_path) -> 
     fit8 = fit_projection(llama_dump_model, tmp_path / "a8", FitOptions(dim=8, **options | {"plots": False}),
                           corpus=corpus)
     info = json.loads((fit16 / "config.json").read_text())["projection_info"]
-    assert info["mode"] == "auto" and info["selection"] == "auto"
-    assert info["route"] in ("centred", "uncentred", "prefix")
-    auto = info["auto"]
+    assert info["params"]["mode"] == "auto" and info["selection"] == "auto"
+    assert info["params"]["route"] in ("centred", "uncentred", "prefix")
+    auto = info["params"]["auto"]
     assert auto["pseudo_queries"] == len(build_pseudo_queries(_paragraphs())) == 208
     assert auto["corpus_encode_seconds"] > 0
     assert auto["selection_seconds"] >= 0 and auto["pseudo_query_encode_seconds"] > 0
@@ -41,8 +41,8 @@ def test_auto_folder_load_time_k_equals_fit_at_k(llama_dump_model, tmp_path) -> 
     assert torch.equal(chosen.projection.matrix, fitted.projection.matrix)
     assert torch.equal(chosen.projection.mean, fitted.projection.mean)
     fitted_info = json.loads((fit8 / "config.json").read_text())["projection_info"]
-    assert chosen.config.projection_info["gamma"] == fitted_info["gamma"]
-    assert chosen.config.projection_info["route"] == fitted_info["route"]
+    assert chosen.config.projection_info["params"]["gamma"] == fitted_info["params"]["gamma"]
+    assert chosen.config.projection_info["params"]["route"] == fitted_info["params"]["route"]
 
 
 def test_auto_needs_enough_pseudo_queries(llama_dump_model, tmp_path) -> None:
@@ -87,8 +87,8 @@ def test_auto_with_fewer_texts_than_dimensions_corrects_the_robust_rule(llama_du
         out = fit_projection(llama_dump_model, tmp_path / "few-auto",
                              FitOptions(method="spectemp", dim=8, mode="auto", progress=False, plots=False), corpus=few)
     info = json.loads((out / "config.json").read_text())["projection_info"]
-    assert info["auto"]["base_mode"] == "robust" and info["used_rank"] <= 19
-    assert info["auto"]["pseudo_queries"] == len(build_pseudo_queries(_paragraphs()[:20]))
+    assert info["params"]["auto"]["base_mode"] == "robust" and info["params"]["used_rank"] <= 19
+    assert info["params"]["auto"]["pseudo_queries"] == len(build_pseudo_queries(_paragraphs()[:20]))
 
 
 def test_fit_defaults_to_auto_and_reference_keeps_the_papers_rule(llama_dump_model, tmp_path) -> None:
@@ -103,9 +103,11 @@ def test_fit_defaults_to_auto_and_reference_keeps_the_papers_rule(llama_dump_mod
     cli_main(["fit", str(llama_dump_model), str(tmp_path / "reference"), *common, "--mode", "reference"])
     default = json.loads((tmp_path / "default" / "config.json").read_text())["projection_info"]
     reference = json.loads((tmp_path / "reference" / "config.json").read_text())["projection_info"]
-    assert (default["mode"], default["selection"]) == ("auto", "auto") and default["auto"]["ks"]
-    assert (reference["mode"], reference["selection"]) == ("reference", "spectral") and "auto" not in reference
-    assert reference["gamma"] == pytest.approx(default["reference_gamma"])  # the same corpus pass, the paper's γ(8)
+    assert (default["params"]["mode"], default["selection"]) == ("auto", "auto") and default["params"]["auto"]["ks"]
+    assert (reference["params"]["mode"], reference["selection"]) == ("reference", "spectral")
+    assert "auto" not in reference["params"]
+    # the same corpus pass, the paper's γ(8)
+    assert reference["params"]["gamma"] == pytest.approx(default["params"]["reference_gamma"])
     default_card = (tmp_path / "default" / "README.md").read_text()
     reference_card = (tmp_path / "reference" / "README.md").read_text()
     assert "The projection is SpecTemp, auto mode (ours" in default_card and "| mode | auto |" in default_card

@@ -62,8 +62,10 @@ def spawned(llama_dump_model: Path, bert_dump_model: Path, tmp_path_factory: pyt
 
 
 def _projection_info(folder: Path) -> dict[str, Any]:
+    """The record's fields and the method's params, less the fit's date and auto mode's timings."""
     info = json.loads((folder / "config.json").read_text())["projection_info"]
-    return {key: value for key, value in info.items() if key not in ("fitted_at", "auto")}
+    params = {key: value for key, value in info["params"].items() if key != "auto"}
+    return {key: value for key, value in info.items() if key not in ("fitted_at", "params")} | params
 
 
 def test_two_process_fit_shards_the_texts_and_writes_what_one_process_writes(spawned, llama_dump_model) -> None:
@@ -88,7 +90,7 @@ def test_two_process_fit_shards_the_texts_and_writes_what_one_process_writes(spa
         assert projection and a.keys() == b.keys()
         for key in projection:
             assert torch.allclose(a[key], b[key], rtol=1e-4, atol=1e-5), (folder.name, key)
-    auto = [json.loads((root / tree / "auto" / "config.json").read_text())["projection_info"]["auto"]
+    auto = [json.loads((root / tree / "auto" / "config.json").read_text())["projection_info"]["params"]["auto"]
             for tree in ("single", "ranks")]
     assert auto[0]["pseudo_queries"] == auto[1]["pseudo_queries"] > 0
     for key in ("ks", "chosen", "route", "gamma"):

@@ -51,7 +51,7 @@ class ShrinkageWhitening(ProjectionMethod):
         projection = DumpProjection(spectrum.dim, k)
         projection.mean = torch.from_numpy(spectrum.mean).float()
         projection.matrix = torch.from_numpy(spectrum.eigenvectors[:, :k] / np.sqrt(values)).float()
-        info = ProjectionInfo.from_dict({"dim": k, "shrinkage": options.params.shrinkage})
+        info = ProjectionInfo(dim=k, params={"shrinkage": options.params.shrinkage})
         return FittedProjection(projection, info, spectrum=spectrum)
 
 
@@ -127,7 +127,7 @@ def test_a_new_method_fits_writes_and_loads(with_shrinkage, bert_dump_model: Pat
     out = fit_projection(bert_dump_model, tmp_path / "shrunk", FitOptions(method="shrinkage", dim=4, shrinkage=0.5,
                                                                          progress=False, plots=False), corpus=corpus)
     info = json.loads((out / "config.json").read_text())["projection_info"]
-    assert (info["method"], info["description"], info["shrinkage"], info["dim"]) == (
+    assert (info["method"], info["description"], info["params"]["shrinkage"], info["dim"]) == (
         "shrinkage", "whitening with shrinkage", 0.5, 4)
     assert "whitening with shrinkage" in (out / "README.md").read_text()
     texts = corpus_texts()

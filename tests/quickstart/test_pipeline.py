@@ -122,7 +122,7 @@ def test_every_step_runs_and_writes_its_outputs(tiny_run):
     reference = json.loads((run.folders["spectemp-reference"] / "config.json").read_text())["projection_info"]
     pca = json.loads((run.folders["pca"] / "config.json").read_text())["projection_info"]
     assert (spectemp["method"], pca["method"], spectemp["dim"]) == ("spectemp", "pca", 8)
-    assert (spectemp["mode"], reference["mode"], reference["dim"]) == ("auto", "reference", 8)
+    assert (spectemp["params"]["mode"], reference["params"]["mode"], reference["dim"]) == ("auto", "reference", 8)
     # one encoding pass, one corpus
     assert spectemp["corpus"]["sha256"] == reference["corpus"]["sha256"] == pca["corpus"]["sha256"]
     assert (out / "plots" / "ndcg.png").stat().st_size > 0

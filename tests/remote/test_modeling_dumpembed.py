@@ -363,25 +363,34 @@ def test_projection_dim_argument_is_checked_and_recorded() -> None:
     with pytest.raises(ValueError, match=r"method 'identity'"):
         DumpEmbedModel(config, projection_dim=4)
     config = tiny().config
-    config.projection_info = {"selection": "spectral", "dim": 8, "eps": 0.25}
+    config.projection_info = {"selection": "spectral", "dim": 8, "params": {"eps": 0.25}}
     assert DumpEmbedModel(config).projection.eps == 0.25
+    config.projection_info = {"selection": "spectral", "dim": 8, "eps": 0.5}  # written before "params"
+    assert DumpEmbedModel(config).projection.eps == 0.5
 
 
-def test_apply_projection_dim_keeps_the_provenance_in_step() -> None:
+@pytest.mark.parametrize("nested", [True, False], ids=["params", "flat-before-params"])
+def test_apply_projection_dim_keeps_the_provenance_in_step(nested: bool) -> None:
     config = tiny().config
-    config.projection_info = {"selection": "auto", "dim": 8, "knee_fallback": True, "knee": 4, "gamma": 0.9}
+    params = {"knee_fallback": True, "knee": 4, "gamma": 0.9}
+    config.projection_info = {"selection": "auto", "dim": 8, **({"params": params} if nested else params)}
     model = DumpEmbedModel(config)
     model.projection.gammas.copy_(torch.linspace(0.1, 0.8, 8))
     model.projection.eigenvalues.fill_(1.0)
     model.projection.routes.copy_(torch.tensor([0, 0, 0, 1, 0, 2, 0, 0], dtype=torch.float32))
+
+    def recorded() -> dict:
+        info = model.config.projection_info
+        assert ("params" in info) == nested and "gamma" not in (info if nested else {})
+        return info["params"] if nested else info
+
     model.apply_projection_dim(4)
-    info = model.config.projection_info
-    assert info["dim"] == 4 == model.config.projection_dim and info["route"] == "uncentred"
-    assert info["gamma"] == pytest.approx(0.4) and info["knee"] == 2
+    assert model.config.projection_info["dim"] == 4 == model.config.projection_dim
+    assert recorded()["route"] == "uncentred" and recorded()["gamma"] == pytest.approx(0.4) and recorded()["knee"] == 2
     model.apply_projection_dim(6)
-    assert model.config.projection_info["route"] == "prefix" and model.config.projection_info["gamma"] is None
+    assert recorded()["route"] == "prefix" and recorded()["gamma"] is None
     model.apply_projection_dim(1)
-    assert model.config.projection_info["knee"] == 1
+    assert recorded()["knee"] == 1
     spectral = tiny().config
     spectral.projection_info = {"selection": "spectral", "dim": 8, "knee": 5}
     model = DumpEmbedModel(spectral)
@@ -677,10 +686,11 @@ def test_from_pretrained_loads_a_fixed_projection_as_saved(tmp_path) -> None:
 
 def test_knee_fallback_is_an_integer_half() -> None:
     config = tiny().config
-    config.projection_info = {"selection": "spectral", "dim": 8, "knee_fallback": True}
+    config.projection_info = {"selection": "spectral", "dim": 8, "params": {"knee_fallback": True}}
     model = DumpEmbedModel(config)
     model.apply_projection_dim(5)
-    assert model.config.projection_info["knee"] == 2 and isinstance(model.config.projection_info["knee"], int)
+    knee = model.config.projection_info["params"]["knee"]
+    assert knee == 2 and isinstance(knee, int)
 
 
 def test_check_finite_needs_no_embeddings_without_dump_ids() -> None:

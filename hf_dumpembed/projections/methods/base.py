@@ -144,8 +144,8 @@ def spectral_projection(spectrum: Spectrum, gammas: np.ndarray, k: int) -> DumpP
 
 def spectral_info(projection: DumpProjection, spectrum: Spectrum, k: int, **fields) -> ProjectionInfo:
     """The record of a spectral fit at k (``fields``: the method's own, e.g. SpecTemp's knee)."""
-    return ProjectionInfo(dim=k, gamma=float(projection.gammas[k - 1]), selection="spectral", eps=SPECTRAL_EPS,
-                          spectrum_rank=spectrum.rank, **fields)
+    return ProjectionInfo(dim=k, selection="spectral", params={
+        **fields, "gamma": float(projection.gammas[k - 1]), "eps": SPECTRAL_EPS, "spectrum_rank": spectrum.rank})
 
 
 def rank_warning(k: int, spectrum: Spectrum, stacklevel: int) -> None:

@@ -56,6 +56,7 @@ class EmbedFilter(ProjectionMethod):
         projection = DumpProjection(d, m, selection="band")
         projection.basis = torch.from_numpy(np.ascontiguousarray(basis)).float()
         projection.matrix = band_matrix(projection.basis, m)
-        info = ProjectionInfo(dim=m, ratio=ratio, selection="band", band_start=band_start(d, m),
-                              unembedding=unembedding.source, excluded_rows=len(unembedding.exclude_rows))
+        info = ProjectionInfo(dim=m, selection="band", params={
+            "ratio": ratio, "band_start": band_start(d, m), "unembedding": unembedding.source,
+            "excluded_rows": len(unembedding.exclude_rows)})
         return FittedProjection(projection, info, singular_values=singular_values)

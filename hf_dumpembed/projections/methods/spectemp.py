@@ -142,11 +142,11 @@ def fit_auto(spectrum: Spectrum, options: FitOptions, pseudo: PseudoSet,
         "pseudo_query_rule": PSEUDO_QUERY_RULE, "score": AUTO_SCORE,
         "pseudo_query_encode_seconds": round(pseudo.encode_seconds, 2), "selection_seconds": round(select_seconds, 2),
         "corpus_encode_seconds": None if corpus_encode_seconds is None else round(corpus_encode_seconds, 2)})
-    info = ProjectionInfo(
-        mode="auto", dim=k, **_knee_fields(curve, k), route=route,
-        gamma=None if route == "prefix" else float(projection.gammas[k - 1]),
-        reference_gamma=float(curve.gamma[k - 1]), selection="auto", eps=SPECTRAL_EPS, spectrum_rank=spectrum.rank,
-        auto=summary)
+    info = ProjectionInfo(dim=k, selection="auto", params={
+        "mode": "auto", **_knee_fields(curve, k), "route": route,
+        "gamma": None if route == "prefix" else float(projection.gammas[k - 1]),
+        "reference_gamma": float(curve.gamma[k - 1]), "eps": SPECTRAL_EPS, "spectrum_rank": spectrum.rank,
+        "auto": summary.to_dict()})
     return FittedProjection(projection, info, curve=curve, spectrum=spectrum, auto=selection)
 
 
@@ -158,7 +158,7 @@ class SpecTemp(ProjectionMethod):
             "every k with pseudo-queries from the corpus itself (a text's first line or sentence against the whole "
             "text; no labels; --pseudo-queries N of them); --mode reference: the paper's rule, γ(k) from the SNR "
             "knee of the spectrum; --mode robust (ours): the same rule with a steadier knee. OUT's "
-            'config.projection_info["mode"] and its card name the mode')
+            'config.projection_info["params"]["mode"] and its card name the mode')
     needs_corpus = True
     any_k = True
     paper = "spectemp_2026"
