@@ -149,6 +149,7 @@ def test_the_loader_refuses_a_folder_that_no_longer_matches_its_meta(fitted: Pat
     with pytest.raises(ValueError, match="no longer is the model its ModelMeta describes: projection"):
         meta.load_model()
 
+
 def test_results_are_filed_under_local_name_and_a_content_hash_or_the_snapshot(bert_dump_model, tmp_path) -> None:
     """A Hub-cache snapshot is filed under its own id and commit; any other folder under `local/<folder>` and a sha1
     of config.json + weights (a card edit keeps it, one weight bit changes it); explicit name and revision win."""
