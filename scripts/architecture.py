@@ -11,12 +11,13 @@ Only the text between the two ``<!-- modules ... -->`` markers is generated; the
 
 from __future__ import annotations
 
-import argparse
 import ast
-import difflib
 import re
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import generated_page  # noqa: E402  (a sibling script)
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "hf_dumpembed"
@@ -84,28 +85,14 @@ def render(page: str) -> str:
     return f"{before}{BEGIN}\n\n{render_modules()}\n{END}{after}"
 
 
-def stale_diff(expected: str, actual: str, lines: int = 40) -> str:
-    """The first ``lines`` lines of a unified diff from the render to the page ('' when they are equal)."""
-    diff = list(difflib.unified_diff(expected.splitlines(), actual.splitlines(), "render of the package",
-                                     "docs/architecture.md", lineterm="", n=1))
-    return "\n".join(diff[:lines]) + ("\n..." if len(diff) > lines else "")
+def stale_diff(expected: str, actual: str) -> str:
+    """How docs/architecture.md differs from the render of the package (the head of a unified diff)."""
+    return generated_page.stale_diff(expected, actual, "package", "docs/architecture.md")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when the page is stale")
-    args = parser.parse_args(argv)
-    actual = PAGE.read_text(encoding="utf-8")
-    expected = render(actual)
-    if args.check:
-        if actual != expected:
-            print(f"docs/architecture.md is not the render of the package; run `{REGENERATE}`.\n"  # noqa: T201
-                  + stale_diff(expected, actual))
-            return 1
-        return 0
-    PAGE.write_text(expected, encoding="utf-8")
-    print(f"wrote {PAGE.relative_to(ROOT)}")  # noqa: T201
-    return 0
+    return generated_page.write_or_check(PAGE, render, source="package", regenerate=REGENERATE, doc=__doc__,
+                                         argv=argv)
 
 
 if __name__ == "__main__":

@@ -11,9 +11,11 @@ reads it. ``tests/repository/test_cli_reference.py`` fails when docs/cli.md is n
 from __future__ import annotations
 
 import argparse
-import difflib
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import generated_page  # noqa: E402  (a sibling script)
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "cli.md"
@@ -192,28 +194,14 @@ def current_render() -> str:
     return render(build_parser())
 
 
-def stale_diff(expected: str, actual: str, lines: int = 40) -> str:
-    """The first ``lines`` lines of a unified diff from the render to the page ('' when they are equal)."""
-    diff = list(difflib.unified_diff(expected.splitlines(), actual.splitlines(), "render of the parser",
-                                     "docs/cli.md", lineterm="", n=1))
-    return "\n".join(diff[:lines]) + ("\n..." if len(diff) > lines else "")
+def stale_diff(expected: str, actual: str) -> str:
+    """How docs/cli.md differs from the render of the parser (the head of a unified diff)."""
+    return generated_page.stale_diff(expected, actual, "parser", "docs/cli.md")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when docs/cli.md is stale")
-    args = parser.parse_args(argv)
-    expected = current_render()
-    if args.check:
-        actual = PAGE.read_text(encoding="utf-8") if PAGE.is_file() else ""
-        if actual != expected:
-            print(f"docs/cli.md is not the render of the parser; run `{REGENERATE}`.\n"  # noqa: T201
-                  + stale_diff(expected, actual))
-            return 1
-        return 0
-    PAGE.write_text(expected, encoding="utf-8")
-    print(f"wrote {PAGE.relative_to(ROOT)}")  # noqa: T201
-    return 0
+    return generated_page.write_or_check(PAGE, lambda _page: current_render(), source="parser",
+                                         regenerate=REGENERATE, doc=__doc__, argv=argv)
 
 
 if __name__ == "__main__":
