@@ -136,10 +136,14 @@ stay close to f32 (see the parity table), and on CPUs with VNNI / AMX it runs be
 PROMPTS_SECTION = """
 ## Prompts
 
-This model reads its texts after a prompt, which neither the graph nor `tokenizer.json` adds: {listed} (also under
-`prompts` in onnx_export.json). Put it in front of each text before tokenizing, as sentence-transformers'
-`encode_query` / `encode_document` do, e.g. `texts = [{example!r} + text for text in queries]` in the snippets below;
-without it the vectors are not the model's.{files}
+This model reads its texts after a prompt, which neither the graph nor `tokenizer.json` adds (the same strings are
+under `prompts` in onnx_export.json):
+
+{listed}
+
+Put it in front of each text before tokenizing, as sentence-transformers' `encode_query` / `encode_document` do, e.g.
+`texts = [{example!r} + text for text in queries]` in the snippets below; without it the vectors are not the
+model's.{files}
 """
 
 NO_PROMPTS_SECTION = """
@@ -151,10 +155,17 @@ strings).
 
 PROMPT_FILES_TEXT = """
 
-{written} the same tokenizer with the prompt's token ids in its template (after the [DUMP] tokens, before the text):
-load {load} with `Tokenizer.from_file` instead of `tokenizer.json` and pass the texts as they are, for clients that
-only take a tokenizer file. It was written only where the prompt tokenizes the same whatever text follows it, checked
-on texts of every kind at export.{refused}"""
+Or, for a client that takes only a tokenizer file:
+{written} the same tokenizer with the prompt's token ids in its template (after the [DUMP] tokens, before the
+text). Load a side's file with `Tokenizer.from_file` instead of `tokenizer.json` and pass its texts as they are. A
+file is written only where the prompt tokenizes the same whatever text follows it, checked on texts of every kind
+at export."""
+
+REFUSED_FILES_TEXT = """
+
+No tokenizer file adds the prompt of:
+
+{refused}"""
 
 QUANTIZATION_SECTION = """
 ## int8 and binary codes (`quantization.json`)
@@ -234,23 +245,21 @@ def render_readme(model_dir: Path, manifest: dict[str, Any], folder: Path, model
 def _prompts_section(manifest: dict[str, Any]) -> str:
     """Which prompt to prepend to which text, and the prompt-side tokenizer files that add it (onnx_export.json's
     ``prompts`` and ``prompt_tokenizers``)."""
-    sides = {side: text for side, text in manifest["prompts"].items() if side in ("query", "document")}
-    if not any(manifest["prompts"].values()):
+    prompts = manifest["prompts"]
+    if not any(prompts.values()):
         return NO_PROMPTS_SECTION
-    listed = "; ".join(f"{name}: {text!r}" for name, text in manifest["prompts"].items())
+    ordered = sorted(prompts.items(), key=lambda item: (item[0] != "query", item[0] != "document"))
+    listed = "\n".join(f"- {name}: {text!r}" for name, text in ordered)
     entries = manifest.get("prompt_tokenizers") or {}
-    written = {side: entry["file"] for side, entry in entries.items() if entry.get("file") and sides.get(side)}
-    refused = [f"`{side}`: {entry['reason']}" for side, entry in entries.items() if not entry.get("file")]
+    written = {side: entry["file"] for side, entry in entries.items() if entry.get("file") and prompts.get(side)}
+    refused = "\n".join(f"- {side}: {entry['reason']}." for side, entry in entries.items() if not entry.get("file"))
     files = ""
     if written:
-        files = PROMPT_FILES_TEXT.format(
-            written=" and ".join(f"`{file}` ({side})" for side, file in written.items()) + (" is" if len(written) == 1
-                                                                                              else " are"),
-            load=" / ".join(f"`{file}`" for file in written.values()),
-            refused="".join(f" No file for {line}." for line in refused))
-    elif refused:
-        files = "\n\nNo prompt-side tokenizer file: " + " ".join(f"{line}." for line in refused)
-    example = sides.get("query") or next(text for text in manifest["prompts"].values() if text)
+        names = " and ".join(f"`{file}` ({side})" for side, file in written.items())
+        files = PROMPT_FILES_TEXT.format(written=names + (" is" if len(written) == 1 else " are"))
+    if refused:
+        files += REFUSED_FILES_TEXT.format(refused=refused)
+    example = prompts.get("query") or next(text for text in prompts.values() if text)
     return PROMPTS_SECTION.format(listed=listed, example=example, files=files)
 
 

@@ -90,8 +90,9 @@ def test_the_readme_names_the_prompts_and_the_files_or_why_not() -> None:
     written = {"file": "tokenizer_query.json", "reason": None}
     refused = {"file": None, "reason": "the prompt 'passage: ' does not tokenize the same whatever text follows it"}
     section = _prompts_section({"prompts": E5_PROMPTS, "prompt_tokenizers": {"query": written, "document": refused}})
-    assert "query: 'query: '" in section and "document: 'passage: '" in section
-    assert "`tokenizer_query.json` (query) is" in section and "No file for `document`: the prompt" in section
+    assert "- query: 'query: '" in section and "- document: 'passage: '" in section
+    assert "`tokenizer_query.json` (query) is" in section
+    assert "No tokenizer file adds the prompt of:\n\n- document: the prompt 'passage: '" in section
     none = _prompts_section({"prompts": {"query": "", "document": ""}, "prompt_tokenizers": {}})
     assert "no prompts" in none
 

@@ -206,6 +206,6 @@ def test_the_onnx_exports_prompt_tokenizers_give_encode_query_and_encode_documen
         np.testing.assert_allclose(vectors, expected[side], atol=TOLERANCE, err_msg=side)
     readme = (onnx_dir / "README.md").read_text()
     if folders["kind"] == "prompted":  # the README names the prompt strings and the files that add them
-        assert "query: 'query: '" in readme and "`tokenizer_query.json` (query)" in readme
+        assert "- query: 'query: '" in readme and "`tokenizer_query.json` (query)" in readme
     else:
         assert "This model has no prompts" in readme
