@@ -309,6 +309,8 @@ def build_dump_model(
         )
     ensure_pad_token(tokenizer)
     dump = add_dump_tokens(tokenizer, options.num_dump_tokens)
+    if decoder and dump.offset == 0:
+        logger.warning(NO_BOS_ADVICE, options.num_dump_tokens, tokenizer.bos_token or "TOKEN")
     if dump.ids:
         grow_embeddings(model, max(dump.ids) + 1)
     first_token_id = tokenizer("x")["input_ids"][0] if dump.offset > 0 else None
@@ -355,6 +357,14 @@ def build_dump_model(
         max_seq_length,
     )
     return dump_model, tokenizer
+
+
+# What build says of a decoder whose tokenizer puts no special token first (the controls in BENCHMARKS.md).
+NO_BOS_ADVICE = (
+    "This decoder's tokenizer adds no BOS: nothing constant opens an input (the attention sink's usual place) but "
+    "the K=%d [DUMP] tokens. Measured on SmolLM2-135M-Instruct after one epoch (BENCHMARKS.md, 'Does the decoder "
+    "gain need trainable [DUMP] tokens?'): one BOS token alone (--dump-tokens 1 --init token --init-token %s) gave "
+    "most of K=4's gain over K=0, four trained [DUMP] tokens the rest.")
 
 
 def resolve_match_steps(match_steps: int | None, num_dump_tokens: int, decoder: bool) -> tuple[int, str]:

@@ -115,6 +115,19 @@ def test_cls_init_needs_a_leading_token(tiny_gpt2):
         build_dump_model(tiny_gpt2, BuildOptions(num_dump_tokens=2, init="cls"))
 
 
+def test_a_decoder_without_bos_gets_the_measured_advice(tiny_gpt2, tiny_llama, caplog):
+    """A decoder whose tokenizer adds no BOS is told what the controls measured; one with a BOS is not."""
+    with caplog.at_level("WARNING", logger="hf_dumpembed.model.builder"):
+        build_dump_model(tiny_gpt2, BuildOptions(num_dump_tokens=4))
+    advice = [r.getMessage() for r in caplog.records if "adds no BOS" in r.getMessage()]
+    assert len(advice) == 1 and "K=4 [DUMP] tokens" in advice[0]
+    assert "--dump-tokens 1 --init token --init-token" in advice[0]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="hf_dumpembed.model.builder"):
+        build_dump_model(tiny_llama, BuildOptions(num_dump_tokens=4))
+    assert not [r for r in caplog.records if "adds no BOS" in r.getMessage()]
+
+
 def test_k_zero_is_the_plain_backbone(tiny_bert, tmp_path):
     """K=0 goes through the same builder and gives exactly the normalised [CLS] state of the raw backbone."""
     model_dir = build(tiny_bert, tmp_path / "k0", BuildOptions(num_dump_tokens=0))
