@@ -19,6 +19,7 @@ _LAZY = {
     "export_stock_st": "export.stock",
     "check_load_paths": "export.verify",
     "quantize": "model.quantization",
+    "compile_model": "export.torch_compiled",
 }
 __all__ = ["__version__", *_LAZY]
 __getattr__ = lazy_attributes(__name__, _LAZY)

@@ -27,7 +27,6 @@ parity check compares this full graph with the torch model's cached forward, so 
 from __future__ import annotations
 
 import importlib
-import inspect
 import json
 import logging
 import shutil
@@ -38,13 +37,12 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch import nn
 
 from .._utils.folders import staged_output
 from ..remote import DumpEmbedModel
 from ..remote.configuration_dumpembed import PADDING_SENSITIVE_POOLING
-from ..remote.modeling_dumpembed import counts_positions_from_mask
 from .artefacts import INT8_FILE, MANIFEST_FILE, ONNX_FILE, OPENVINO_INT8_DYNAMIC_FILE, OPTIMIZED_FILE, OUTPUT_NAME
+from .embedding_graph import EmbeddingGraph, graph_inputs
 from .onnx_optimize import SINGLE_FILE_LIMIT, fuse_for_onnxruntime
 from .openvino_int8_dynamic import compress_openvino_int8
 from .openvino_int8_static import Int8Options, quantize_openvino_int8
@@ -99,30 +97,6 @@ def require(extra: str) -> None:
                           f"pip install 'hf_dumpembed[{EXTRA_OPTION.get(extra, extra)}]'")
 
 
-class EmbeddingGraph(nn.Module):
-    """What gets exported: the DumpEmbed forward minus its Python-side checks, in traceable tensor ops.
-
-    Position ids count from each row's first real token (as the model does under left padding; under right padding
-    they equal the defaults for every real token), so the same graph serves both padding sides.
-    """
-
-    def __init__(self, model: DumpEmbedModel, use_token_type_ids: bool) -> None:
-        super().__init__()
-        self.model = model
-        self.use_token_type_ids = use_token_type_ids
-        self.takes_position_ids = counts_positions_from_mask(model.backbone)
-
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
-        kwargs = {}
-        if self.takes_position_ids:
-            kwargs["position_ids"] = (attention_mask.long().cumsum(dim=1) - 1).clamp(min=0)
-        if self.use_token_type_ids:
-            kwargs["token_type_ids"] = token_type_ids
-        outputs = self.model.backbone(input_ids=input_ids, attention_mask=attention_mask, return_dict=True, **kwargs)
-        return self.model.head(self.model.pool(outputs.last_hidden_state, attention_mask))
-
-
 @dataclass
 class Parity:
     """One exported graph compared with the torch model on the same batches."""
@@ -170,15 +144,6 @@ def compare(name: str, reference: np.ndarray, vectors: np.ndarray, kind: str) ->
         ok = finite and diff <= FP32_TOLERANCE
         tolerance = f"max |Δ| <= {FP32_TOLERANCE:g}"
     return Parity(name, diff, cosine, tolerance, ok)
-
-
-def graph_inputs(model: DumpEmbedModel, tokenizer) -> list[str]:
-    """input_ids, attention_mask, and token_type_ids when both the tokenizer and the backbone use them."""
-    names = ["input_ids", "attention_mask"]
-    backbone_takes = "token_type_ids" in inspect.signature(model.backbone.forward).parameters
-    if backbone_takes and "token_type_ids" in tokenizer.model_input_names:
-        names.append("token_type_ids")
-    return names
 
 
 def tokenize(tokenizer, texts: Sequence[str], inputs: list[str], padding_side: str = "right") -> dict[str, np.ndarray]:

@@ -6,7 +6,10 @@ tokenized batches (texts sorted by length, padded to each batch's longest, as se
 tokenizing is not timed): short texts (docstring paragraphs) and long ones (function sources) of the running
 Python's standard library, or the user's own texts. Timing is interleaved per batch (every runtime encodes a batch,
 in an order rotated per batch and repeat, before the next batch starts), so a load spike hits all alike; each
-runtime's time is the median over repeats, its speed-up the baseline's median over its own (same run).
+runtime's time is the median over repeats, its speed-up the baseline's median over its own (same run). Before
+timing, every runtime encodes all the texts once (the vectors checked below); that first pass is the warm-up, and its
+seconds are recorded with the seconds opening the runtime took: compiled torch compiles there (once per shape), PT2E
+int8 exports and calibrates when opened, so what each costs before its first fast batch is stated beside its speed.
 
 Quality is parity: each runtime's vectors on the timed texts against torch fp32's (the export's own tolerances:
 fp32 max |Δ| <= 1e-4, bf16 / int8 min cosine >= 0.99 / 0.95). The recommendation is the runtime with the highest
@@ -145,6 +148,8 @@ class RuntimeResult:
     min_cosine: float
     tolerance: str
     ok: bool
+    open_s: float | None = None  # opening the runtime: loading (PT2E: also exporting, calibrating, converting)
+    first_pass_s: float | None = None  # its first encoding of every timed text (the warm-up; compiles, if it does)
 
     @property
     def mean_speedup(self) -> float:
@@ -176,13 +181,14 @@ class ServeBench:
         """The results as a markdown table (speed-ups per text group, geometric mean, parity)."""
         groups = list(self.groups)
         header = ["runtime", *[f"{g} texts/s" for g in groups], *[f"{g} speed-up" for g in groups],
-                  "mean speed-up", "min cosine", "within tolerance"]
+                  "mean speed-up", "min cosine", "within tolerance", "load s", "first pass s"]
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         for row in self.results:
             rates = [f"{self.groups[g]['texts'] / row.median_s[g]:.1f}" for g in groups]
             speedups = [f"{row.speedup[g]:.2f}x" for g in groups]
+            seconds = ["?" if value is None else f"{value:.1f}" for value in (row.open_s, row.first_pass_s)]
             lines.append("| " + " | ".join([row.name, *rates, *speedups, f"{row.mean_speedup:.2f}x",
-                                            f"{row.min_cosine:.4f}", "yes" if row.ok else "no"]) + " |")
+                                            f"{row.min_cosine:.4f}", "yes" if row.ok else "no", *seconds]) + " |")
         return "\n".join(lines) + "\n"
 
     def describe(self) -> str:
@@ -192,7 +198,9 @@ class ServeBench:
         flags = ", ".join(self.machine.get("cpu_flags") or []) or "none of " + ", ".join(ISA_FLAGS)
         lines = [f"Measured {self.date} on {self.machine.get('cpu', '?')} ({flags}), {self.threads} threads, batch "
                  f"{self.batch_size}, load average {self.machine.get('load_average', '?')}; {groups}. Speed-up vs "
-                 f"{self.baseline} in the same run; min cosine vs {self.reference}.", "", self.table()]
+                 f"{self.baseline} in the same run; min cosine vs {self.reference}. Load s: opening the runtime; first "
+                 "pass s: its first encoding of all the texts, untimed otherwise (compiled runtimes compile then, "
+                 "once per shape: the cost before the first fast batch).", "", self.table()]
         lines += [f"Not measured: {name} ({why})." for name, why in self.skipped.items()]
         lines.append(self.recommendation.get("text", ""))
         return "\n".join(line for line in lines if line is not None).rstrip() + "\n"
@@ -292,8 +300,9 @@ def text_groups(tokenizer, inputs: Sequence[str], texts: Sequence[str] | None, o
 
 
 def parity_results(runtimes: Sequence[Runtime], vectors: dict[str, np.ndarray], medians: dict[str, dict[str, float]],
-                   baseline: str, reference: str) -> list[RuntimeResult]:
-    """One RuntimeResult per runtime: medians, speed-ups against ``baseline``, parity against ``reference``."""
+                   baseline: str, reference: str, first_pass: dict[str, float] | None = None) -> list[RuntimeResult]:
+    """One RuntimeResult per runtime: medians, speed-ups against ``baseline``, parity against ``reference``, the
+    seconds its opening and its ``first_pass`` took."""
     from .onnx import compare
 
     results = []
@@ -302,8 +311,20 @@ def parity_results(runtimes: Sequence[Runtime], vectors: dict[str, np.ndarray], 
         median = medians[runtime.name]
         speedup = {g: medians[baseline][g] / seconds for g, seconds in median.items()}
         results.append(RuntimeResult(runtime.name, runtime.spec.arithmetic, runtime.spec.file, median, speedup,
-                                     parity.max_abs_diff, parity.min_cosine, parity.tolerance, parity.ok))
+                                     parity.max_abs_diff, parity.min_cosine, parity.tolerance, parity.ok,
+                                     runtime.open_s, (first_pass or {}).get(runtime.name)))
     return results
+
+
+def first_pass(runs: dict[str, Runner], groups: Sequence[TextGroup]) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+    """Each runtime's vectors of every group (in order, concatenated) and the seconds that first pass took (the
+    warm-up before timing: compiled runtimes compile here)."""
+    vectors, seconds = {}, {}
+    for name, run in runs.items():
+        started = time.perf_counter()
+        vectors[name] = np.concatenate([encode_group(run, g) for g in groups])
+        seconds[name] = time.perf_counter() - started
+    return vectors, seconds
 
 
 @dataclass(frozen=True)
@@ -365,9 +386,9 @@ def serve_bench(export_dir: str | Path, model_dir: str | Path | None = None,
                          "onnxruntime); neither can run here: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()))
     runs = {r.name: r.run for r in opened}
     load_before = load_average()
-    vectors = {name: np.concatenate([encode_group(run, g) for g in groups]) for name, run in runs.items()}
+    vectors, first_seconds = first_pass(runs, groups)
     medians = time_groups(runs, groups, options.seconds, progress)
-    results = parity_results(opened, vectors, medians, baseline, baseline)
+    results = parity_results(opened, vectors, medians, baseline, baseline, first_seconds)
     bench = ServeBench(
         date=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         machine={**machine_record(threads), "load_average_before": load_before},

@@ -13,8 +13,9 @@ pytest.importorskip("onnxruntime", reason="pip install 'hf_dumpembed[onnx]'")
 
 from hf_dumpembed.cli import main  # noqa: E402
 from hf_dumpembed.data.sample_texts import stdlib_docstrings, stdlib_sources  # noqa: E402
+from hf_dumpembed.export import torch_compiled  # noqa: E402
 from hf_dumpembed.export.onnx import MANIFEST_FILE, export_onnx  # noqa: E402
-from hf_dumpembed.export.runtimes import RUNTIME_NAMES, available_runtimes, spec_of  # noqa: E402
+from hf_dumpembed.export.runtimes import COMPILED_RUNTIMES, RUNTIME_NAMES, available_runtimes, spec_of  # noqa: E402
 from hf_dumpembed.export.serve_bench import (  # noqa: E402
     ISA_FLAGS,
     SECTION_START,
@@ -30,6 +31,9 @@ from hf_dumpembed.export.serve_bench import (  # noqa: E402
 QUICK = MeasureOptions(seconds=0.0, short=6, long=3, batch_size=4, max_length=64, threads=1)
 CALIBRATION = [f"How to {verb} a {noun} in Python, step by step." for verb in ("read", "sort", "parse")
                for noun in ("file", "list", "string")]
+# The default run times the runtimes that need no compiling; the compiled ones are checked apart (aot_eager here,
+# inductor in the slow test).
+EAGER = [name for name in RUNTIME_NAMES if name not in COMPILED_RUNTIMES]
 
 
 @pytest.fixture(scope="module")
@@ -42,12 +46,12 @@ def full_export(bert_dump_model, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def bench(full_export):
-    return serve_bench(full_export, options=QUICK)
+    return serve_bench(full_export, options=QUICK, runtimes=EAGER)
 
 
 def test_every_runtime_of_the_export_is_timed_and_checked(bench):
     names = [r.name for r in bench.results]
-    assert names == list(RUNTIME_NAMES)  # the export carries every graph; torch comes from the recorded source
+    assert names == EAGER  # the export carries every graph; torch comes from the recorded source
     assert bench.baseline == bench.reference == "torch fp32"
     assert list(bench.groups) == ["short", "long"]
     assert bench.groups["short"]["texts"] == 6 and bench.groups["long"]["texts"] == 3
@@ -62,6 +66,58 @@ def test_every_runtime_of_the_export_is_timed_and_checked(bench):
         assert row.arithmetic == spec_of(name).arithmetic and 0.5 < row.min_cosine <= 1.0 + 1e-6, name
         assert row.tolerance.startswith("min cosine"), name
     assert all(seconds > 0 for r in bench.results for seconds in r.median_s.values())
+    assert all(r.open_s >= 0 and r.first_pass_s > 0 for r in bench.results)
+
+
+def test_the_table_and_json_state_each_runtimes_load_and_first_pass(bench):
+    header, _, *rows = bench.table().splitlines()
+    assert header.endswith("| within tolerance | load s | first pass s |")
+    for row, result in zip(rows, bench.results, strict=True):
+        assert row.endswith(f"| {result.open_s:.1f} | {result.first_pass_s:.1f} |")
+    recorded = json.loads(json.dumps(bench.to_json()))["results"]
+    assert [r["first_pass_s"] for r in recorded] == [r.first_pass_s for r in bench.results]
+    assert "first pass s: its first encoding of all the texts" in bench.describe()
+
+
+@pytest.fixture
+def traced_only(monkeypatch):
+    """Compiled runtimes traced by aot_eager (no C++ build): the default run checks their plumbing, quickly."""
+    monkeypatch.setattr(torch_compiled, "BACKEND", "aot_eager")
+
+
+def test_compiled_and_pt2e_runtimes_are_timed_with_their_warm_up(full_export, traced_only):
+    pytest.importorskip("torchao", reason="pip install 'hf_dumpembed[serve]'")
+    names = ["torch fp32", "torch fp32 compiled", "torch bf16", "torch bf16 compiled buckets", "torch int8 (PT2E)"]
+    measured = serve_bench(full_export, options=QUICK, runtimes=names)
+    by_name = {r.name: r for r in measured.results}
+    assert list(by_name) == names and not measured.skipped
+    assert by_name["torch fp32 compiled"].ok and by_name["torch fp32 compiled"].max_abs_diff <= 1e-5
+    assert abs(by_name["torch bf16 compiled buckets"].min_cosine - by_name["torch bf16"].min_cosine) <= 1e-3
+    assert by_name["torch int8 (PT2E)"].ok and by_name["torch int8 (PT2E)"].tolerance == "min cosine >= 0.95"
+    assert all(r.first_pass_s > 0 for r in measured.results)
+
+
+def test_compiled_runtimes_say_why_they_cannot_run(full_export, monkeypatch):
+    monkeypatch.setattr(torch_compiled, "cpp_compiler", lambda: None)
+    opened, skipped = available_runtimes(full_export, None, 1, ["onnxruntime fp32", "torch bf16 compiled"])
+    assert [r.name for r in opened] == ["onnxruntime fp32"]
+    assert skipped == {"torch bf16 compiled": "no model folder (give --model)"}
+    source = json.loads((full_export / MANIFEST_FILE).read_text())["source"]
+    _, skipped = available_runtimes(full_export, source, 1, ["torch bf16 compiled"])
+    assert skipped == {"torch bf16 compiled": "no C++ compiler for torch.compile (install g++)"}
+
+
+@pytest.mark.slow
+def test_inductor_compiled_and_pt2e_runtimes_stay_within_tolerance(full_export):
+    pytest.importorskip("torchao", reason="pip install 'hf_dumpembed[serve]'")
+    measured = serve_bench(full_export, options=QUICK, runtimes=["torch fp32", "torch bf16", *COMPILED_RUNTIMES])
+    by_name = {r.name: r for r in measured.results}
+    assert list(by_name) == ["torch fp32", "torch bf16", *COMPILED_RUNTIMES] and not measured.skipped
+    for name in ("torch fp32 compiled", "torch int8 (PT2E)", "torch int8 bf16 (PT2E)"):
+        assert by_name[name].ok, name
+    for name in ("torch bf16 compiled", "torch bf16 compiled buckets"):  # the tiny random model's bf16 rounding
+        assert abs(by_name[name].min_cosine - by_name["torch bf16"].min_cosine) <= 0.01, name
+    assert all(r.first_pass_s > 0 for r in measured.results)
 
 
 def test_the_recommendation_is_the_fastest_runtime_within_tolerance(bench):

@@ -7,7 +7,7 @@ import importlib
 import hf_dumpembed
 
 PUBLIC = {"DumpEmbedModel", "DumpEmbedConfig", "build", "BuildOptions", "fit_projections", "FitOptions",
-          "export_stock_st", "check_load_paths", "quantize"}
+          "export_stock_st", "check_load_paths", "quantize", "compile_model"}
 
 
 def test_the_root_exports_the_public_api_and_nothing_else() -> None:

@@ -161,7 +161,7 @@ def measure(args: argparse.Namespace) -> dict:
     xml = args.onnx / OPENVINO_DIR / OPENVINO_FILE
     entries = quantized_variants(xml, args.work, variants, tokenizer, inputs, texts)
     entries[DYNAMIC] = dynamic_variant(xml, args.work)
-    opened, _ = available_runtimes(args.onnx, args.model, args.threads)
+    opened, _ = available_runtimes(args.onnx, args.model, args.threads, names=list(BASELINES))
     runs = {runtime.name: runtime.run for runtime in opened if runtime.name in BASELINES}
     for name, entry in entries.items():
         runs[name] = openvino_runner(Path(entry["path"]), "f32", OUTPUT_NAME, args.threads)
