@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import warnings
 from pathlib import Path
@@ -62,9 +63,12 @@ def test_spectemp_folder_same_vectors_everywhere_with_provenance(spectemp_folder
     info = _info(fit16)
     assert SCHEMA_KEYS <= set(info)
     assert info["method"] == "spectemp" and info["params"]["mode"] == "reference" and info["dim"] == 16
-    # Named by name and sha256, never by an absolute path of this machine (the corpus lies outside the cwd).
+    # Named by name and sha256, never by an absolute path of this machine (the corpus lies outside the cwd), and by
+    # its path relative to the fitted folder (both lie in the test's temporary tree).
     assert info["corpus"] == {"path": corpus.name, "name": corpus.name, "sha256": sha256_files([corpus]),
-                              "num_texts": len(corpus_texts())}
+                              "num_texts": len(corpus_texts()),
+                              "folder_path": os.path.relpath(corpus, fit16.resolve())}
+    assert (fit16 / info["corpus"]["folder_path"]).resolve() == corpus.resolve()
     assert not Path(info["source_model"]).is_absolute()
     knee, gamma16 = reference_knee_and_gamma(llama_dump_model, 16)
     assert info["params"]["knee"] == knee and info["params"]["gamma"] == pytest.approx(gamma16, abs=1e-6)
