@@ -22,10 +22,11 @@ the weights stay graph inputs (and PT2E int8 graphs fail to compile). Frozen wei
 code: change the weights after the first call and the compiled model keeps the old ones (compile again).
 
 Shapes: with dynamic shapes (the default) the batch and sequence sizes are symbols, one compile for all; with length
-buckets each batch is padded on the right (attention mask 0) up to the smallest bucket that holds it and the states
-of the padding are cut off again, one compile per bucket (static lengths, batch still symbolic). Buckets need right
-padding: a tokenizer that pads on the left (decoders) is refused. A batch of one text is run as two copies of it, so
-that a lone text does not compile a graph of its own (dynamo specialises sizes of 1).
+buckets each batch is padded on the right (attention mask 0) up to the smallest bucket that holds it and the states of
+the padding are cut off again, one compile per bucket (static lengths, batch still symbolic; dynamo's
+``recompile_limit`` is raised to the buckets + 4 where it is lower, so that no bucket falls back to eager). Buckets need
+right padding: a tokenizer that pads on the left (decoders) is refused. A batch of one text is run as two copies of it,
+so that a lone text does not compile a graph of its own (dynamo specialises sizes of 1).
 
 Inference only: training, gradients, attention maps and calls with a key/value cache run the eager backbone; the
 prefix cache of decoders is turned off on a compiled model (the compiled backbone runs the whole input). Inductor
@@ -206,6 +207,10 @@ def compile_model(model, *, buckets: Sequence[int] | bool | None = None, autocas
     for _, sizes in plans:
         check_padding_side(model, sizes)
     for target, sizes in plans:
+        # dynamo keeps at most recompile_limit graphs per model (8 by default), then runs it eagerly: room for
+        # every bucket and a few other shapes (inputs longer than the last bucket).
+        limit = torch._dynamo.config.recompile_limit
+        torch._dynamo.config.recompile_limit = max(limit, len(sizes) + 4)
         target.backbone.forward = compiled_forward(target.backbone, sizes, backend, freezing, autocast)
         turn_off_prefix_cache(target)
         setattr(target, COMPILED_FLAG, True)
