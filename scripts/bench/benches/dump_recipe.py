@@ -202,7 +202,8 @@ def table(metrics: dict[str, dict[str, float]], variants: list[str], seeds: list
 
 
 # The decoder controls, named for what each one is (the row a reader compares with K = 0).
-CONTROL_LABELS = {"D1-bos": "SmolLM2 K=0 + BOS", "D4-last-frozen": "SmolLM2 K=4 frozen", "D1-last": "SmolLM2 K=1 last"}
+CONTROL_LABELS = {"D1-bos": "SmolLM2 K=0 + BOS", "D4-last-frozen": "SmolLM2 K=4 frozen", "D1-last": "SmolLM2 K=1 last",
+                  "D4-last": "SmolLM2 K=4 last"}
 
 
 def variant_label(variant: str) -> str:
