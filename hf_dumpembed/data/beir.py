@@ -37,16 +37,23 @@ class BeirData:
 
 @dataclass
 class PairCollection:
-    """A collection built pair by pair: each document has one query (``q:<doc id>``) that it answers."""
+    """A collection built pair by pair: each document has one query (``q:<doc id>``) that it answers, and no two
+    queries have the same text (case aside)."""
 
     corpus: dict[str, dict[str, str]] = field(default_factory=dict)
     queries: dict[str, str] = field(default_factory=dict)
     qrels: dict[str, dict[str, int]] = field(default_factory=dict)
+    seen: set[str] = field(default_factory=set)
 
-    def add(self, doc_id: str, query: str, text: str) -> None:
+    def add(self, doc_id: str, query: str, text: str) -> bool:
+        """Add the pair unless a query with the same text (case aside) is there already; True when added."""
+        if query.lower() in self.seen:
+            return False
+        self.seen.add(query.lower())
         self.corpus[doc_id] = {"title": "", "text": text}
         self.queries[f"q:{doc_id}"] = query
         self.qrels[f"q:{doc_id}"] = {doc_id: 1}
+        return True
 
     def parts(self) -> tuple[dict[str, dict[str, str]], dict[str, str], dict[str, dict[str, int]]]:
         """(corpus, queries, qrels), as `write_beir` takes them."""

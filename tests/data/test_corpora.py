@@ -128,7 +128,7 @@ def test_stdlib_split_is_by_module_and_strips_docstrings(tmp_path: Path) -> None
     _write_module(tmp_path / "test", "test_alpha", 3, "test")  # a test folder: never collected
     functions = collect_functions(tmp_path)
     assert len(functions) == 30
-    first = next(f for f in functions if f.doc_id == "alpha:alpha_0")
+    first = next(f for f in functions if f.qualname == "alpha:alpha_0")
     assert first.summary == "Compute the alpha number 0 of the input value."
     assert first.code == "def alpha_0(x):\n    y = x + 0\n    z = y * 5\n    return z"
     splits = split_stdlib(functions, test_queries=4, test_documents=10, train_pairs=100, seed=0)
@@ -218,10 +218,10 @@ def test_every_list_of_collections_in_the_package_comes_from_the_catalog() -> No
     from hf_dumpembed.data.corpora import EVAL_COLLECTIONS, HELD_OUT, TRAIN_COLLECTION
     from hf_dumpembed.evaluation.presets import GROUPS, LOCAL_TASKS
     from hf_dumpembed.quickstart.data import BUILDER_OF, REQUIRED
-    from hf_dumpembed.quickstart.options import EVAL_TASKS, QuickstartOptions
+    from hf_dumpembed.quickstart.options import QuickstartOptions
 
     assert LOCAL_TASKS == HELD_OUT == GROUPS["local"]
-    assert EVAL_TASKS == EVAL_COLLECTIONS == QuickstartOptions().eval_tasks
+    assert EVAL_COLLECTIONS == QuickstartOptions().eval_tasks
     assert set(BUILDER_OF) == {*EVAL_COLLECTIONS, TRAIN_COLLECTION} and REQUIRED == ("StdlibCode", TRAIN_COLLECTION)
     assert " | ".join(HELD_OUT) in EVAL_DESCRIPTION and f"({TRAIN_COLLECTION} for training;" in DESCRIPTION
 

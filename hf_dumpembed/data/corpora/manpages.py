@@ -105,18 +105,11 @@ def iter_man_pages(man_root: Path) -> Iterator[tuple[str, str]]:
 def manpages_pairs(man_root: Path) -> tuple[dict[str, dict[str, str]], dict[str, str], dict[str, dict[str, int]]]:
     """Corpus, queries and qrels from an unpacked ``usr/share/man`` folder (de-duplicated, one positive each)."""
     pairs = PairCollection()
-    seen_queries: set[str] = set()
     seen_docs: set[str] = set()
     for page_id, source in iter_man_pages(man_root):
         parsed = parse_man_page(source)
-        if parsed is None:
-            continue
-        summary, description = parsed
-        if summary.lower() in seen_queries or description in seen_docs:
-            continue
-        seen_queries.add(summary.lower())
-        seen_docs.add(description)
-        pairs.add(page_id, summary, description)
+        if parsed is not None and parsed[1] not in seen_docs and pairs.add(page_id, *parsed):
+            seen_docs.add(parsed[1])
     if not pairs.qrels:
         raise ValueError(f"{man_root} holds no man2/man3 pages with NAME and DESCRIPTION sections.")
     return pairs.parts()

@@ -57,13 +57,9 @@ def pyfaq_pairs(doc_root: Path) -> tuple[dict[str, dict[str, str]], dict[str, st
     if not files:
         raise FileNotFoundError(f"no FAQ sources matching {FAQ_GLOB} under {doc_root}.")
     pairs = PairCollection()
-    seen: set[str] = set()
     for path in files:
         page = path.name.removesuffix(".rst.txt")
         for number, (question, answer) in enumerate(faq_sections(path.read_text(encoding="utf-8"))):
-            if question.lower() in seen or len(answer) < 40 or len(question.split()) < 3:
-                continue
-            seen.add(question.lower())
-            doc_id = f"{page}-{number:03d}"
-            pairs.add(doc_id, question, answer)
+            if len(answer) >= 40 and len(question.split()) >= 3:
+                pairs.add(f"{page}-{number:03d}", question, answer)
     return pairs.parts()

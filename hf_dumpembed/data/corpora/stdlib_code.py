@@ -42,10 +42,6 @@ class CodeFunction:
     summary: str
     code: str
 
-    @property
-    def doc_id(self) -> str:
-        return self.qualname
-
 
 def stdlib_root() -> Path:
     """The standard library folder of the running interpreter."""
@@ -123,16 +119,8 @@ def collect_functions(root: Path) -> list[CodeFunction]:
     # The same qualname can occur twice in one file (e.g. platform-specific definitions): keep the first.
     unique: dict[str, CodeFunction] = {}
     for function in functions:
-        unique.setdefault(function.doc_id, function)
+        unique.setdefault(function.qualname, function)
     return list(unique.values())
-
-
-def _module_rank(module: str, seed: int) -> str:
-    return hashlib.sha256(f"{seed}:{module}".encode()).hexdigest()
-
-
-def _usable_query(summary: str) -> bool:
-    return len(summary.split()) >= MIN_QUERY_WORDS
 
 
 @dataclass(frozen=True)
@@ -160,7 +148,7 @@ def split_stdlib(
     for function in functions:
         if code_counts[function.code] == 1:  # drop code that occurs twice anywhere (copies, trivial wrappers)
             by_module.setdefault(function.module, []).append(function)
-    order = sorted(by_module, key=lambda m: _module_rank(m, seed))
+    order = sorted(by_module, key=lambda m: hashlib.sha256(f"{seed}:{m}".encode()).hexdigest())
     test_modules: list[str] = []
     count = 0
     for module in order:
@@ -173,21 +161,21 @@ def split_stdlib(
     def pairs(modules: list[str]) -> list[CodeFunction]:
         return [
             f for m in sorted(modules) for f in by_module[m]
-            if _usable_query(f.summary) and summary_counts[f.summary.lower()] == 1
+            if len(f.summary.split()) >= MIN_QUERY_WORDS and summary_counts[f.summary.lower()] == 1
         ]
 
     rng = random.Random(seed)
     test_pool = pairs(test_modules)
-    test_chosen = sorted(rng.sample(test_pool, min(test_queries, len(test_pool))), key=lambda f: f.doc_id)
-    test_corpus = {f.doc_id: {"title": "", "text": f.code} for m in sorted(test_modules) for f in by_module[m]}
+    test_chosen = sorted(rng.sample(test_pool, min(test_queries, len(test_pool))), key=lambda f: f.qualname)
+    test_corpus = {f.qualname: {"title": "", "text": f.code} for m in sorted(test_modules) for f in by_module[m]}
     test_texts = {f.summary.lower() for f in test_pool} | {d["text"] for d in test_corpus.values()}
     train_pool = [f for f in pairs(train_modules) if f.summary.lower() not in test_texts and f.code not in test_texts]
-    train_chosen = sorted(rng.sample(train_pool, min(train_pairs, len(train_pool))), key=lambda f: f.doc_id)
+    train_chosen = sorted(rng.sample(train_pool, min(train_pairs, len(train_pool))), key=lambda f: f.qualname)
 
     def triple(chosen: list[CodeFunction], corpus: dict[str, dict[str, str]] | None):
-        corpus = corpus if corpus is not None else {f.doc_id: {"title": "", "text": f.code} for f in chosen}
-        queries = {f"q:{f.doc_id}": f.summary for f in chosen}
-        qrels = {f"q:{f.doc_id}": {f.doc_id: 1} for f in chosen}
+        corpus = corpus if corpus is not None else {f.qualname: {"title": "", "text": f.code} for f in chosen}
+        queries = {f"q:{f.qualname}": f.summary for f in chosen}
+        qrels = {f"q:{f.qualname}": {f.qualname: 1} for f in chosen}
         return corpus, queries, qrels
 
     return StdlibSplits(

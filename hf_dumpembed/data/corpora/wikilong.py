@@ -90,14 +90,10 @@ def split_lead(text: str) -> tuple[str, str]:
 def wikilong_pairs(dump: Path) -> tuple[dict[str, dict[str, str]], dict[str, str], dict[str, dict[str, int]]]:
     """Corpus, queries and qrels from the dump (page order; de-duplicated lead sentences)."""
     pairs = PairCollection()
-    seen: set[str] = set()
     for page_id, _title, wikitext in iter_articles(dump):
         lead, rest = split_lead(wikitext_to_text(wikitext))
-        if len(rest) < MIN_DOCUMENT_CHARS or len(lead.split()) < 5 or lead.lower() in seen:
-            continue
-        seen.add(lead.lower())
-        doc_id = f"enwiki-{page_id}"
-        pairs.add(doc_id, lead, rest)
+        if len(rest) >= MIN_DOCUMENT_CHARS and len(lead.split()) >= 5:
+            pairs.add(f"enwiki-{page_id}", lead, rest)
     if not pairs.qrels:
         raise ValueError(f"{dump} holds no articles with at least {MIN_DOCUMENT_CHARS} characters of text.")
     return pairs.parts()
