@@ -1,23 +1,15 @@
 """The ``mteb.ModelMeta`` of a DumpEmbed folder, read from the folder itself: every evaluation files its results
 under it, and the leaderboard submission ships it.
 
-config.json, model.safetensors, sentence-transformers files and the README front matter (read with
-huggingface_hub's ``metadata_load``) give parameter counts from the safetensors header, training datasets from
-``config.training_info`` and ``adapted_from`` from ``config.base_model``.
+config.json, model.safetensors, sentence-transformers files and the README front matter give parameter counts
+(safetensors header), training datasets (``config.training_info``) and ``adapted_from`` (``config.base_model``);
+``embed_dim`` lists every dimension the folder can be loaded at, ``framework`` the runtimes it ships for,
+``citation`` the papers of the methods it uses.
 
-What the folder serves: ``embed_dim`` lists every output dimension it can be loaded at (a fitted projection that
-stores its spectrum serves any k in 1..``projection_info["max_dim"]`` through ``projection_dim=k``; mteb's
-``load_model(embed_dim=k)`` / ``get_model(..., embed_dim=k)`` pass it on), ``framework`` the runtimes it ships for
-(ONNX / OpenVINO only when an export lies in the folder), ``citation`` the papers of the methods it uses.
-
-The loader loads the folder itself, from its path, offline (`load_dumpembed_folder`; mteb's stock
-``SentenceTransformerEncoderWrapper`` would look the name up on the Hub). Its ``loader_kwargs["dumpembed"]``
-carries the [DUMP] count K, the pooling and the projection (method, SpecTemp mode, k) and the loader refuses a
-folder that no longer matches them. They are not ``experiment_kwargs``: mteb passes those to the loader as
-arguments and files results under an extra ``<experiment>/`` folder, while these facts are fixed by the folder
-(its revision already tells two of them apart). `register_folder` puts the ModelMeta in mteb's registry, so that
-``mteb.get_model(path)`` / ``mteb.get_model_meta(path)`` find it (mteb itself resolves names only in its registry
-and on the Hub). A leaderboard submission (`write_submission`) keeps the stock wrapper and the Hub name.
+The loader (`load_dumpembed_folder`) loads the folder from its path, offline, and refuses a folder that no longer
+matches the facts in ``loader_kwargs["dumpembed"]`` (K, pooling, projection). `register_folder` puts the ModelMeta
+in mteb's registry so that ``mteb.get_model(path)`` finds it; a leaderboard submission (`write_submission`) keeps
+the stock wrapper and the Hub name.
 """
 
 from __future__ import annotations
@@ -26,6 +18,7 @@ import datetime as dt
 import functools
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +29,6 @@ from ..model.papers import PAPERS
 from ..model.projection_record import ProjectionInfo
 from ..projections.registry import METHODS
 
-# BibTeX of the methods a folder may use (the model card cites all three; `citation` those the folder uses).
 LOADER_KWARGS = {"trust_remote_code": True}  # the stock wrapper's, for a Hub name (the submission kit)
 FRAMEWORK = ["Sentence Transformers", "PyTorch", "Transformers"]  # every folder: ST, AutoModel (remote code), torch
 # mteb framework literal -> files of an export in the folder (`export-onnx` layout, or sentence-transformers' onnx/
@@ -50,6 +42,14 @@ LANGUAGE_CODES = {"en": "eng-Latn", "de": "deu-Latn", "fr": "fra-Latn", "es": "s
 
 def _read_json(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def _dumpembed_config(model_dir: Path) -> dict[str, Any]:
+    """config.json of a DumpEmbed folder; ValueError for any other folder."""
+    config = _read_json(model_dir / "config.json")
+    if config.get("model_type") != "dumpembed":
+        raise ValueError(f"{model_dir} is not a DumpEmbed model folder (config.json model_type != 'dumpembed').")
+    return config
 
 
 def _front_matter(model_dir: Path) -> dict[str, Any]:
@@ -76,9 +76,7 @@ def parameter_counts(model_dir: Path) -> tuple[int, int | None, int]:
         with safe_open(str(path), framework="pt") as handle:
             for key in handle.keys():  # noqa: SIM118 - safe_open has keys(), not iteration
                 shape = handle.get_slice(key).get_shape()
-                count = 1
-                for dim in shape:
-                    count *= int(dim)
+                count = math.prod(int(dim) for dim in shape)
                 total += count
                 if key.endswith(_EMBEDDING_KEYS) and embedding is None and len(shape) == 2:
                     embedding = count
@@ -171,13 +169,6 @@ def frameworks(model_dir: Path) -> list[str]:
     return found
 
 
-def output_dtypes(model_dir: Path, config: dict[str, Any]) -> list[str] | None:
-    """``ModelMeta.output_dtypes``: the embedding dtypes the folder serves natively; None = float32 only (mteb reads
-    None so). The place to declare calibrated quantized outputs (e.g. ``["float32", "int8", "binary"]``, values of
-    ``mteb.types.OutputDType``) once the folder stores their calibration; nothing is declared yet."""
-    return None
-
-
 def citation(config: dict[str, Any]) -> str | None:
     """BibTeX of the papers whose methods the folder uses ([DUMP] tokens when K > 0, SpecTemp, EmbedFilter); None
     when it uses none of them."""
@@ -192,23 +183,18 @@ def load_dumpembed_folder(model_name: str, revision: str | None = None, *, folde
                           dumpembed: dict[str, Any] | None = None, device: str | None = None,
                           embed_dim: int | None = None, projection_dim: int | None = None,
                           truncate_dim: int | None = None, trust_remote_code: bool = False, **kwargs: Any):
-    """mteb loader of a local DumpEmbed folder: a sentence-transformers encoder loaded from ``folder`` (offline; the
-    ModelMeta's ``name`` and ``revision`` are its identity, not where it is read from: mteb's ``get_model(path,
-    revision=...)`` checks a given revision against the ModelMeta's before it calls this).
+    """mteb loader of a local DumpEmbed folder: a sentence-transformers encoder loaded from ``folder``, offline (the
+    ModelMeta's ``name`` and ``revision`` are its identity, not where it is read from).
 
-    The output dimension k comes from any of ``embed_dim`` (what mteb's ``get_model(path, embed_dim=k)`` passes),
-    ``truncate_dim`` (sentence-transformers' argument; mteb passes its own ``embed_dim`` to the wrapper under that
-    name, so it is taken here rather than passed on twice), ``projection_dim`` or ``model_kwargs={"projection_dim":
-    k}``: each gives the map recomposed for k, as ``projection_dim=k`` everywhere else; two that disagree are an
-    error. ``dumpembed``: the facts the ModelMeta states (`folder_facts`); a folder that no longer matches them is
-    refused. The folder's code must be hf_dumpembed's own unless ``trust_remote_code``.
+    The output dimension k comes from any of ``embed_dim`` (mteb's ``get_model(path, embed_dim=k)``), ``truncate_dim``
+    (the name mteb passes it to the wrapper under), ``projection_dim`` or ``model_kwargs={"projection_dim": k}``; two
+    that disagree are an error. ``dumpembed``: the facts the ModelMeta states (`folder_facts`); a folder that no
+    longer matches them is refused. The folder's code must be hf_dumpembed's own unless ``trust_remote_code``.
     """
     from ..model.folder_schema import folder_code_may_run
 
     path = Path(folder)
-    config = _read_json(path / "config.json")
-    if config.get("model_type") != "dumpembed":
-        raise ValueError(f"{path} is not a DumpEmbed model folder (config.json model_type != 'dumpembed').")
+    config = _dumpembed_config(path)
     if dumpembed is not None:
         current = folder_facts(config)
         for key, expected in dumpembed.items():
@@ -288,9 +274,7 @@ def build_model_meta(model_dir: str | Path, options: SubmissionOptions = Submiss
     from mteb.models.sentence_transformer_wrapper import SentenceTransformerEncoderWrapper
 
     model_dir = Path(model_dir)
-    config = _read_json(model_dir / "config.json")
-    if config.get("model_type") != "dumpembed":
-        raise ValueError(f"{model_dir} is not a DumpEmbed model folder (config.json model_type != 'dumpembed').")
+    config = _dumpembed_config(model_dir)
     name, revision = model_identity(model_dir, options.name, options.revision)
     n_parameters, n_embedding, size = parameter_counts(model_dir)
     st_config = _read_json(model_dir / "sentence_bert_config.json")
@@ -333,7 +317,6 @@ def build_model_meta(model_dir: str | Path, options: SubmissionOptions = Submiss
         adapted_from=base_model,
         contacts=list(options.contacts) if options.contacts else None,
         citation=citation(config),
-        output_dtypes=output_dtypes(model_dir, config),
     )
 
 
