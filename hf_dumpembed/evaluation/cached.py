@@ -4,8 +4,7 @@ A fitted projection changes only the model's head (pooled state -> output vector
 and the plain model can be scored from one encoding pass: `apply_head` runs each folder's own `head` on the stored
 vectors, exactly what its `forward` computes. Scores come from mteb's metric code (`retrieval_metrics`), and
 `save_mteb_result` files them in mteb's results layout so `card --results` and `report` read them like any run.
-Kept beside ``mteb.evaluate``: mteb encodes through the model for every model it evaluates and has no way to feed it
-vectors, so one pass per backbone for several heads needs this scoring of stored vectors.
+(``mteb.evaluate`` encodes through every model it evaluates: it cannot score stored vectors.)
 """
 
 from __future__ import annotations
@@ -32,10 +31,6 @@ class EncodedCollection:
     queries: np.ndarray
     documents: np.ndarray
     seconds: float
-
-    @property
-    def num_texts(self) -> int:
-        return len(self.query_ids) + len(self.document_ids)
 
     def with_vectors(self, queries: np.ndarray, documents: np.ndarray) -> EncodedCollection:
         """The same collection with other vectors (e.g. after a projection head)."""

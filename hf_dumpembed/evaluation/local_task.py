@@ -9,12 +9,6 @@ from ..data.beir import BeirData, load_beir
 from .fingerprint import beir_files_sha256
 
 
-def _folder_revision(folder: Path, split: str) -> str:
-    """A sha256 over the data files themselves (never a manifest's claim): results name the data they scored, and
-    an edited file gives another revision, so its cached result is not reused."""
-    return beir_files_sha256(folder, split)
-
-
 def task_name_for(folder: str | Path) -> str:
     """A task name from the folder name (letters, digits, ``_``, ``-``, ``.``)."""
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(folder).resolve().name).strip("_")
@@ -32,7 +26,8 @@ def beir_task(
 ):
     """An mteb retrieval task over a BEIR-style folder (read and cross-checked now, so bad folders fail early).
 
-    The task's ``dataset.revision`` is the data's checksum, so a result file says which data it was computed on.
+    The task's ``dataset.revision`` is a sha256 of the data files themselves (never a manifest's claim), so a result
+    file says which data it was computed on and an edited file's cached result is not reused.
     """
     from datasets import Dataset
     from mteb import TaskMetadata
@@ -45,7 +40,7 @@ def beir_task(
     metadata = TaskMetadata(
         name=task_name,
         description=description or f"Local BEIR-style retrieval folder {folder.name} ({split} split).",
-        dataset={"path": str(folder.resolve()), "revision": _folder_revision(folder, split)},
+        dataset={"path": str(folder.resolve()), "revision": beir_files_sha256(folder, split)},
         reference=None,
         type="Retrieval",
         category="t2t",

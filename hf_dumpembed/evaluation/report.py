@@ -183,21 +183,13 @@ def markdown_table(records: list[Record], tasks: list[str] | None = None, digits
     return render_markdown(header, texts) + "\n"
 
 
-def model_folder_above(path: Path) -> Path | None:
-    """The innermost folder above ``path`` that holds a model's ``config.json`` or ``modules.json``, if any."""
-    for folder in path.parents:
-        if any((folder / name).is_file() for name in MODEL_FOLDER_FILES):
-            return folder
-    return None
-
-
 def check_report_target(out: str | Path, inputs: Iterable[str | Path], overwrite: bool = False) -> Path:
     """``out`` when a report may be written there: not an existing file (unless ``overwrite``), and, whatever
     ``overwrite`` says, neither one of ``inputs`` nor inside one, nor inside a model folder."""
     out = Path(out).expanduser()
     target = out.parent.resolve() / out.name  # where the rename puts it (a link at ``out`` is replaced, not followed)
     check_separate(target, inputs)
-    model = model_folder_above(target)
+    model = next((f for f in target.parents if any((f / name).is_file() for name in MODEL_FOLDER_FILES)), None)
     if model is not None:
         raise ValueError(f"{out} is inside the model folder {model} (it holds config.json or modules.json), which a "
                          "report never writes into: choose a path outside it.")

@@ -97,21 +97,6 @@ def embed_dim(model_result: Any) -> int | None:
     return int(dim) if dim else None
 
 
-@dataclass(frozen=True)
-class EvalTable:
-    """The results of one model revision, as the card shows them."""
-
-    model_name: str
-    revision: str
-    mteb_version: str
-    rows: list[EvalRow]
-
-    @property
-    def metric_columns(self) -> list[str]:
-        """Metrics every row has (a column is shown only when no cell would be empty)."""
-        return [key for key in TABLE_METRICS if all(key in row.scores for row in self.rows)]
-
-
 def _matches(model_name: str, wanted: list[str]) -> bool:
     names = {model_name, model_name.replace("__", "/"), model_name.split("/")[-1]}
     return any(w in names or w.split("/")[-1] in names for w in wanted if w)
@@ -141,32 +126,25 @@ def select_model_result(model_results: list[Any], wanted: list[str], results_dir
     return chosen
 
 
-def eval_table(results_dir: str | Path, model_names: list[str]) -> EvalTable:
-    """The evaluation table of the model named like ``model_names`` in ``results_dir`` (mteb results layout)."""
-    results_dir = Path(results_dir)
-    chosen = select_model_result(load_results(results_dir).model_results, model_names, results_dir)
-    versions = sorted({t.mteb_version for t in chosen.task_results if t.mteb_version})
-    return EvalTable(chosen.model_name, str(chosen.model_revision or ""), ", ".join(versions),
-                     eval_rows(chosen.task_results))
-
-
 def card_evaluation(results_dir: str | Path, model_dir: str | Path, model_id: str | None = None,
                     results_model: str | None = None) -> dict[str, Any]:
     """The model card's evaluation table (`hf_dumpembed.model.card.render_card`'s ``evaluation``) from the mteb
     results under ``results_dir``: those of ``results_model``, else of the model named like ``model_id`` or like
     ``model_dir``'s folder name."""
     names = [results_model] if results_model else [model_id or str(model_dir), Path(model_dir).name]
-    table = eval_table(results_dir, names)
-    columns = table.metric_columns
+    results_dir = Path(results_dir)
+    chosen = select_model_result(load_results(results_dir).model_results, names, results_dir)
+    rows = eval_rows(chosen.task_results)
+    columns = [key for key in TABLE_METRICS if all(key in row.scores for row in rows)]  # no column with empty cells
     header = ["task", "split", "subset", *[TABLE_METRICS[c] for c in columns], "main score"]
     body = [
         [f"`{row.task}`", row.split, row.subset, *[f"{row.scores[c]:.4f}" for c in columns], f"{row.main_score:.4f}"]
-        for row in table.rows
+        for row in rows
     ]
     return {
-        "model_name": table.model_name,
-        "revision": table.revision,
-        "mteb_version": table.mteb_version,
+        "model_name": chosen.model_name,
+        "revision": str(chosen.model_revision or ""),
+        "mteb_version": ", ".join(sorted({t.mteb_version for t in chosen.task_results if t.mteb_version})),
         "table": render_markdown(header, body),
-        "tasks": sorted({row.task for row in table.rows}),
+        "tasks": sorted({row.task for row in rows}),
     }

@@ -35,10 +35,8 @@ def load_tasks(specs: list[str], data_dir: str | Path = DEFAULT_DATA_DIR) -> lis
     """mteb task objects for ``--task`` values (BEIR folders, local collections, groups, official names)."""
     from .local_task import beir_task
 
-    tasks = []
-    for spec in expand_task_names(specs, data_dir):
-        tasks.append(beir_task(spec.folder, spec.split, name=spec.name) if spec.is_local else official_task(spec.name))
-    return tasks
+    return [beir_task(spec.folder, spec.split, name=spec.name) if spec.folder is not None else official_task(spec.name)
+            for spec in expand_task_names(specs, data_dir)]
 
 
 def _cached_for_other_data(cache, task, meta) -> bool:
