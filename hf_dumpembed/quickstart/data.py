@@ -8,11 +8,11 @@ from pathlib import Path
 from .._utils.console import say
 from ..data.beir import load_beir, write_beir
 from ..data.corpora import COLLECTION, COLLECTIONS, build_datasets
+from ..data.corpora.manifest import MANIFEST_FILE
 from ..evaluation.cached import subsample
 
 logger = logging.getLogger(__name__)
 
-MANIFEST = "manifest.json"
 # The collections the quickstart knows (all but the long-input set) and the builder that writes each (StdlibCode's
 # also writes StdlibCodeTrain).
 BUILDER_OF = {c.name: c.builder for c in COLLECTIONS if not c.long_inputs}
@@ -21,7 +21,7 @@ REQUIRED = tuple(name for name in BUILDER_OF if COLLECTION[name].offline)
 
 
 def is_built(folder: Path) -> bool:
-    return (folder / MANIFEST).is_file()
+    return (folder / MANIFEST_FILE).is_file()
 
 
 def prepare_collections(data_dir: Path, names: list[str]) -> tuple[dict[str, Path], dict[str, str]]:
@@ -47,7 +47,7 @@ def prepare_collections(data_dir: Path, names: list[str]) -> tuple[dict[str, Pat
     available = {name: data_dir / name for name in names if is_built(data_dir / name)}
     for name in names:
         if name not in available and name not in skipped:
-            skipped[name] = f"{data_dir / name} has no {MANIFEST} after building it"
+            skipped[name] = f"{data_dir / name} has no {MANIFEST_FILE} after building it"
     return available, skipped
 
 

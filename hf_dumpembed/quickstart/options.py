@@ -10,11 +10,7 @@ from pydantic import Field, StrictInt
 
 from .._utils.checked import checked_options
 from ..data.corpora import EVAL_COLLECTIONS
-from ..data.corpora import TRAIN_COLLECTION as TRAIN_COLLECTION  # re-exported for the pipeline
 
-# Held-out evaluation collections (never trained or fitted on) and the training collection, built by
-# `hf_dumpembed.data.corpora` (StdlibCode and StdlibCodeTrain from the local CPython stdlib, the others from Debian).
-EVAL_TASKS = EVAL_COLLECTIONS
 DEFAULT_REPO_ID = "your-username/minilm-dump4-spectemp"
 
 
@@ -83,7 +79,7 @@ class QuickstartOptions:
     encoder: str | None = None
     decoder_backbone: str | None = None
     budget: Budget | None = None
-    eval_tasks: tuple[str, ...] = EVAL_TASKS
+    eval_tasks: tuple[str, ...] = EVAL_COLLECTIONS  # held out: never trained or fitted on
     progress: bool = True
     seed: int = 0
 

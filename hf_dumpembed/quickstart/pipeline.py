@@ -20,6 +20,7 @@ from .._utils.console import say
 from .._utils.machine import describe_machine, machine_info
 from ..data.assets import default_decoder_path, default_encoder_path
 from ..data.beir import load_beir
+from ..data.corpora import TRAIN_COLLECTION
 from ..evaluation.results import card_evaluation
 from ..export.stock import export_stock_st
 from ..export.verify import ParityReport, check_load_paths
@@ -34,7 +35,7 @@ from ..training.config import TrainConfig, config_from_dict
 from ..training.trainer import last_complete_checkpoint, train
 from .data import evaluation_folder, prepare_collections
 from .evaluate import Row, RowResult, head_shortcut_error, measure_speed, score_rows
-from .options import TRAIN_COLLECTION, Budget, QuickstartOptions
+from .options import Budget, QuickstartOptions
 from .steps import StepRecord, StepRunner, fresh_output
 from .summary import plot_losses, plot_results, results_table, training_losses, write_summary
 
@@ -51,9 +52,8 @@ def training_config(backbone: str, k: int, data: Path, output: Path, budget: Bud
                     mined: Path, overwrite: bool) -> TrainConfig:
     """The recipe both models are fine-tuned with (only K differs): InfoNCE + GradCache on StdlibCodeTrain."""
     raw: dict[str, Any] = {
-        # pooling, [DUMP] init and match are the library's defaults (pooling from the source, [SEP] copies matched
-        # to K = 0); the fast budget matches for a few steps only
-        # the K [DUMP] tokens come on top of the text's positions: both models read the same text
+        # pooling, [DUMP] init and match: the library's defaults (the fast budget matches for a few steps only); the
+        # K [DUMP] tokens come on top of the text's positions, so both models read the same text
         "model": {"backbone": backbone, "num_dump_tokens": k, "init_seed": 0,
                   "max_seq_length": budget.max_seq_length + k, "match_steps": budget.match_steps},
         "data": {"path": str(data), "format": "beir", "split": "train", "num_negatives": budget.num_negatives,
@@ -139,11 +139,8 @@ class Quickstart:
     def prepare_data(self) -> None:
         data_dir = self.options.data_folder
         available, self.skipped = prepare_collections(data_dir, [TRAIN_COLLECTION, *self.options.eval_tasks])
-        b = self.budget
         self.sources = {name: available[name] for name in self.options.eval_tasks if name in available}
-        samples = [evaluation_folder(folder, self.out / "eval-data", b.eval_max_queries, b.eval_max_documents,
-                                     self.options.seed) for folder in self.sources.values()]
-        self.tasks = {folder.name: folder for folder in samples}
+        self.tasks = self.samples("eval-data", self.budget.eval_max_queries, self.budget.eval_max_documents)
         for name, reason in self.skipped.items():
             say(f"        {name}: skipped ({reason})")
         sizes = {name: load_beir(folder) for name, folder in self.tasks.items()}
@@ -174,12 +171,6 @@ class Quickstart:
         """The first ``count`` documents (in id order) of the first held-out task: the same texts for every model."""
         data = load_beir(next(iter(self.tasks.values())))
         return [data.document_text(d) for d in sorted(data.corpus)][:count]
-
-    def speed(self, rows: list[Row], results: list[RowResult], num_texts: int) -> None:
-        speeds = measure_speed(rows, self.sample_documents(num_texts), self.budget.speed_repeats,
-                               self.options.progress)
-        for result in results:
-            result.texts_per_second = speeds[result.row.name]
 
     def verify(self) -> None:
         f = self.folders
@@ -216,15 +207,11 @@ class Quickstart:
         fit_projections(self.folders["decoder"], {self.folders["embedfilter"]: FitOptions(
             method="embedfilter", ratio=2, progress=self.options.progress)}, overwrite=True)
 
-    def decoder_tasks(self) -> dict[str, Path]:
-        """Smaller samples of the held-out sets for SmolLM2 (~10x slower per text than MiniLM on a CPU)."""
-        b = self.budget
-        tasks = {}
-        for source in self.sources.values():
-            sample = evaluation_folder(source, self.out / "eval-data-decoder", b.decoder_max_queries,
-                                       b.decoder_max_documents, self.options.seed)
-            tasks[sample.name] = sample
-        return tasks
+    def samples(self, folder: str, max_queries: int | None, max_documents: int | None) -> dict[str, Path]:
+        """Task name -> the held-out set itself, or its seeded sample under ``out/folder`` when limits are given."""
+        samples = [evaluation_folder(source, self.out / folder, max_queries, max_documents, self.options.seed)
+                   for source in self.sources.values()]
+        return {sample.name: sample for sample in samples}
 
 
 def run_quickstart(options: QuickstartOptions | None = None) -> Quickstart:
@@ -258,7 +245,7 @@ def run_quickstart(options: QuickstartOptions | None = None) -> Quickstart:
         run.results = run.evaluate(rows, run.tasks)  # scores from the stored encodings
     steps.run("speed", f"Measure encode speed side by side ({b.speed_texts} documents, {b.speed_repeats} "
               "repeat(s), models interleaved)", [out / "speed.json"],
-              lambda: _save_speed(run, rows, run.results, b.speed_texts, out / "speed.json"))
+              lambda: _save_speed(run, rows, b.speed_texts, out / "speed.json"))
     _load_speed(run.results, out / "speed.json")
     steps.run("card", "Render the model card (projection, training, evaluation)", [f["spectemp"] / "README.md"],
               lambda: write_card(f["spectemp"], model_id=options.repo_id, evaluation=card_evaluation(
@@ -269,7 +256,9 @@ def run_quickstart(options: QuickstartOptions | None = None) -> Quickstart:
     if options.decoder:
         steps.run("decoder-build", "Build SmolLM2-135M-Instruct (PromptEOL, K=0) and fit EmbedFilter τ=2",
                   [f["decoder"], f["embedfilter"]], run.build_decoder)
-        decoder_rows, decoder_tasks = run.decoder_rows(), run.decoder_tasks()
+        # smaller samples of the held-out sets for SmolLM2 (~10x slower per text than MiniLM on a CPU)
+        decoder_rows = run.decoder_rows()
+        decoder_tasks = run.samples("eval-data-decoder", b.decoder_max_queries, b.decoder_max_documents)
         record = steps.run("decoder-evaluate", f"Evaluate SmolLM2 zero-shot on {', '.join(decoder_tasks)}",
                            [out / "eval-cache" / "decoder"],
                            lambda: run.decoder_results.extend(run.evaluate(decoder_rows, decoder_tasks)))
@@ -277,16 +266,16 @@ def run_quickstart(options: QuickstartOptions | None = None) -> Quickstart:
             run.decoder_results = run.evaluate(decoder_rows, decoder_tasks)
         steps.run("decoder-speed", f"Measure SmolLM2 encode speed ({b.decoder_speed_texts} documents, with and "
                   "without EmbedFilter)", [out / "speed-decoder.json"],
-                  lambda: _save_speed(run, decoder_rows, run.decoder_results, b.decoder_speed_texts,
-                                      out / "speed-decoder.json"))
+                  lambda: _save_speed(run, decoder_rows, b.decoder_speed_texts, out / "speed-decoder.json"))
         _load_speed(run.decoder_results, out / "speed-decoder.json")
     _report(run, steps, time.perf_counter() - started)
     return run
 
 
-def _save_speed(run: Quickstart, rows: list[Row], results: list[RowResult], num_texts: int, path: Path) -> None:
-    run.speed(rows, results, num_texts)
-    path.write_text(json.dumps({r.row.name: r.texts_per_second for r in results}, indent=2) + "\n")
+def _save_speed(run: Quickstart, rows: list[Row], num_texts: int, path: Path) -> None:
+    """Documents per second of each row, side by side (`_load_speed` puts them in the results)."""
+    speeds = measure_speed(rows, run.sample_documents(num_texts), run.budget.speed_repeats, run.options.progress)
+    path.write_text(json.dumps(speeds, indent=2) + "\n")
 
 
 def _load_speed(results: list[RowResult], path: Path) -> None:
@@ -299,6 +288,7 @@ def _load_speed(results: list[RowResult], path: Path) -> None:
 def _report(run: Quickstart, steps: StepRunner, wall_seconds: float) -> None:
     out, b, options = run.out, run.budget, run.options
     tasks = list(run.tasks)
+    decoder_tasks = sorted({t for r in run.decoder_results for t in r.scores})
     say("")
     say(f"Held-out nDCG@10 ({b.name} budget; trained and fitted on {TRAIN_COLLECTION} only; texts/s = documents "
         "encoded per second, side by side on this machine)")
@@ -308,7 +298,6 @@ def _report(run: Quickstart, steps: StepRunner, wall_seconds: float) -> None:
         "[DUMP] costs a little at this budget, is level after one epoch, and pays where a pooled vector is learned "
         "and most for a decoder)")
     if run.decoder_results:
-        decoder_tasks = sorted({t for r in run.decoder_results for t in r.scores})
         say("")
         say(results_table(run.decoder_results, decoder_tasks, baseline="decoder"))
     for name, reason in run.skipped.items():
@@ -318,7 +307,6 @@ def _report(run: Quickstart, steps: StepRunner, wall_seconds: float) -> None:
              plot_losses({r.row.label: training_losses(Path(str(r.row.folder) + ".checkpoints"))
                           for r in run.results if not r.row.reuses_encoding}, out / "plots" / "training_loss.png")]
     if run.decoder_results:
-        decoder_tasks = sorted({t for r in run.decoder_results for t in r.scores})
         plots.append(plot_results(run.decoder_results, decoder_tasks, out / "plots" / "ndcg_decoder.png",
                                   "SmolLM2-135M-Instruct zero-shot nDCG@10"))
     fit_plots = sorted((run.folders["spectemp"] / "plots").glob("*.png"))

@@ -65,14 +65,11 @@ class StepRunner:
         partial.write_text(json.dumps(self.state, indent=2) + "\n")
         partial.replace(self.state_path)
 
-    def is_done(self, name: str, outputs: list[Path]) -> bool:
-        return name in self.state["done"] and all(Path(p).exists() for p in outputs)
-
     def run(self, name: str, title: str, outputs: list[Path], make: Callable[[], Any]) -> StepRecord:
         """Run ``make`` unless step ``name`` finished before and its ``outputs`` still exist."""
         self.number += 1
         prefix = f"[{self.number}/{self.total}] {title}"
-        if not self.overwrite and self.is_done(name, outputs):
+        if not self.overwrite and name in self.state["done"] and all(Path(p).exists() for p in outputs):
             say(f"{prefix}: done before, skipped")
             record = StepRecord(name, title, float(self.state["done"][name]["seconds"]), True)
         else:
