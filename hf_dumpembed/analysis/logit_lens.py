@@ -41,17 +41,14 @@ class LogitLens:
 
     def markdown(self) -> str:
         """A table: text, top tokens before, top tokens after."""
-        lines = [
-            f"Logit lens of {self.model}: top tokens of W_U·h (before) and W_U·(B Bᵀ h) (after EmbedFilter, "
-            f"τ = {self.ratio}, band {self.band[0]}..{self.band[1]}; W_U = {self.unembedding})",
-            "",
-        ]
+        title = (f"Logit lens of {self.model}: top tokens of W_U·h (before) and W_U·(B Bᵀ h) (after EmbedFilter, "
+                 f"τ = {self.ratio}, band {self.band[0]}..{self.band[1]}; W_U = {self.unembedding})")
         rows = []
         for row in self.rows:
             text = row.text if len(row.text) <= 60 else row.text[:57] + "..."
             rows.append([text.replace("|", "/"), " ".join(f"`{t}`" for t in row.before),
                          " ".join(f"`{t}`" for t in row.after)])
-        return "\n".join(lines) + "\n" + render_markdown(["text", "before", "after"], rows) + "\n"
+        return title + "\n\n" + render_markdown(["text", "before", "after"], rows) + "\n"
 
 
 def _readable(tokenizer, token_id: int) -> str:

@@ -30,10 +30,6 @@ class AnalysisResult:
     sinks: dict[str, list[dict]] | None = None
 
 
-def _is_decoder(model_dir: Path) -> bool:
-    return is_decoder_folder(json.loads((model_dir / "config.json").read_text()))
-
-
 def _check_output(out: Path) -> None:
     """Refuse an ``--out`` that holds anything but a previous analysis (it is replaced as a whole)."""
     if out.exists() and not out.is_dir():
@@ -66,7 +62,7 @@ def analyze(
     with staged_output(out, overwrite=True, inputs=model_dirs) as staging:
         statistics = [token_statistics(m, texts, max_length=max_length) for m in model_dirs]
         lenses = [logit_lens(m, texts[:LENS_TEXTS], ratio=ratio, max_length=max_length)
-                  for m in model_dirs if _is_decoder(m)]
+                  for m in model_dirs if is_decoder_folder(json.loads((m / "config.json").read_text()))]
         payload = {
             "texts": {"count": len(texts), "max_length": max_length},
             "models": {label: s.to_dict() for label, s in zip(labels, statistics, strict=True)},
