@@ -10,9 +10,8 @@ rules, by file:
 
 * the tree: only the paths of `ROOT_FILES`, `DUMPEMBED_FILES` / `STOCK_FILES` (by pattern), nothing else — no other
   ``*.py``, no ``__init__.py``, no ``.pyc``, no pickles, no sub-folder a writer does not make, no link to a folder;
-* the remote code (DumpEmbed folders): exactly the files of one release's set (`REMOTE_FILES` now; two files before
-  the prefix cache had its own), each byte-identical to this package's copy or to a version released in that set
-  (`hf_dumpembed._utils.remote_trust`);
+* the remote code (DumpEmbed folders): exactly the files of one release's set, each byte-identical to this package's
+  copy or to a version released in that set (`hf_dumpembed._utils.remote_trust`);
 * ``config.json``: a DumpEmbed config whose keys are `DumpEmbedConfig`'s own and whose ``auto_map`` is exactly
   `AUTO_MAP`; the backbone (``text_config``, or a stock export's ``config.json``) of a model type transformers
   itself defines, with no ``auto_map`` or ``custom_pipelines`` and only settings its config class stores as data;
@@ -28,7 +27,7 @@ import logging
 import os
 import re
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -36,7 +35,7 @@ from typing import Any
 
 from .._utils.hashing import sha256_file
 from .._utils.remote_trust import REMOTE_FILE_NAMES, known_remote_hashes, known_remote_sets
-from .tokenizer_bounds import require_bounded_tokenizer
+from .tokenizer_bounds import json_items, require_bounded_tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -46,13 +45,11 @@ RUNTIME_CONFIG_KEYS = ("use_cache",)
 # config.json's auto_map in every DumpEmbed folder: our two classes, nothing else.
 AUTO_MAP = {"AutoConfig": "configuration_dumpembed.DumpEmbedConfig", "AutoModel": "modeling_dumpembed.DumpEmbedModel"}
 ARCHITECTURES = ["DumpEmbedModel"]
-# The hooks by which a transformers config names code to import (PretrainedConfig's own).
-CONFIG_CODE_KEYS = ("auto_map", "custom_pipelines")
-# Config keys transformers' loading code acts on, at any depth (a sub-config's own included), to choose code, kernels,
-# module classes or the weights file; stored as data by the config class, so only a name list refuses them. Read off
-# transformers' `modeling_utils` (`from_pretrained`, `get_init_context`, `_load_pretrained_model`), `quantizers/`
-# (`AutoHfQuantizer` over `quantization_config`: bitsandbytes, hqq, quanto, gptq, torchao, bitnet, mxfp4 / fp8 kernels
-# from the Hub, ...) and `configuration_utils` (`distributed_config`, the `*_implementation` kernels).
+# The hooks by which a transformers config names code to import (PretrainedConfig's own), with why each is refused.
+CONFIG_CODE_KEYS = {"auto_map": "names code to import", "custom_pipelines": "names code to import"}
+# Config keys transformers' loading code acts on, at any depth, to choose code, kernels, module classes or the weights
+# file (`modeling_utils`, `quantizers/`, `configuration_utils`); the config class stores them as data, so only a name
+# list refuses them.
 LOAD_TIME_KEYS = {
     "quantization_config": "transformers quantizes or rewrites the layers at load (and may import or fetch kernels)",
     "fusion_config": "transformers patches the model's module classes at load",
@@ -128,9 +125,6 @@ class FileRule:
     what: str
     check: Check | None = None
 
-    def matches(self, rel: str) -> bool:
-        return re.fullmatch(self.pattern, rel) is not None
-
 
 def _read_json(folder: Path, rel: str) -> tuple[Any, list[Deviation]]:
     try:
@@ -139,22 +133,11 @@ def _read_json(folder: Path, rel: str) -> tuple[Any, list[Deviation]]:
         return None, [Deviation(rel, f"is not readable JSON ({error.__class__.__name__}: {error})")]
 
 
-def _nested_keys(value: Any, where: str = "") -> Iterator[tuple[str, str]]:
-    """(dotted location, key) of every key at any depth of a JSON value."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield where, str(key)
-            yield from _nested_keys(item, f"{where}.{key}" if where else str(key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _nested_keys(item, f"{where}[{index}]")
-
-
-def _code_hooks(rel: str, value: Any, hooks: tuple[str, ...] = CONFIG_CODE_KEYS, prefix: str = "") -> list[Deviation]:
-    """A deviation for each key of ``hooks`` at any depth of ``value`` (keys by which a loader imports code)."""
-    return [Deviation(rel, "names code to import; hf_dumpembed's writers never write it",
+def _code_hooks(rel: str, value: Any, hooks: dict[str, str] = CONFIG_CODE_KEYS, prefix: str = "") -> list[Deviation]:
+    """A deviation for each key of ``hooks`` (key -> what a loader does with it) at any depth of ``value``."""
+    return [Deviation(rel, f"{hooks[key]}; hf_dumpembed's writers never write it",
                       f"{prefix}{where + '.' if where else ''}{key}")
-            for where, key in _nested_keys(value) if key in hooks]
+            for where, key, _ in json_items(value) if key in hooks]
 
 
 def _object(folder: Path, rel: str) -> tuple[dict | None, list[Deviation]]:
@@ -166,13 +149,6 @@ def _object(folder: Path, rel: str) -> tuple[dict | None, list[Deviation]]:
 
 # --- config.json -------------------------------------------------------------------------------------------------
 
-def dumpembed_config_keys() -> frozenset[str]:
-    """The keys a DumpEmbed config.json may hold: `DumpEmbedConfig`'s serialised settings and its auto_map."""
-    from ..remote.configuration_dumpembed import DumpEmbedConfig
-
-    return frozenset(DumpEmbedConfig().to_dict()) | {"auto_map", *RUNTIME_CONFIG_KEYS}
-
-
 def backbone_config_deviations(rel: str, config: Any, prefix: str = "",
                                portable: tuple[str, ...] = ()) -> list[Deviation]:
     """A backbone config must be of a model type transformers defines itself, name no code, and hold only settings
@@ -182,7 +158,7 @@ def backbone_config_deviations(rel: str, config: Any, prefix: str = "",
 
     if not isinstance(config, dict):
         return [Deviation(rel, "is not a transformers config (a JSON object)", prefix.rstrip(".") or None)]
-    found = _code_hooks(rel, config, prefix=prefix) + _load_time_keys(rel, config, prefix)
+    found = _code_hooks(rel, config, prefix=prefix) + _code_hooks(rel, config, LOAD_TIME_KEYS, prefix)
     model_type = config.get("model_type")
     if model_type not in CONFIG_MAPPING_NAMES:
         return found + [Deviation(rel, f"model_type {model_type!r} is not a model type transformers defines itself "
@@ -211,13 +187,6 @@ def _config_class_of(module: Any, name: str) -> type | None:
         return None
 
 
-def _load_time_keys(rel: str, config: dict, prefix: str) -> list[Deviation]:
-    """A deviation for each `LOAD_TIME_KEYS` key at any depth of ``config``."""
-    return [Deviation(rel, f"{LOAD_TIME_KEYS[key]}; hf_dumpembed's writers never write it",
-                      f"{prefix}{where + '.' if where else ''}{key}")
-            for where, key in _nested_keys(config) if key in LOAD_TIME_KEYS]
-
-
 def _architecture_deviations(rel: str, config: dict, config_class: type, prefix: str) -> list[Deviation]:
     """``architectures`` must name transformers' own model classes of the config's model type (the class a loader
     builds from it would otherwise read settings this config does not have)."""
@@ -237,13 +206,15 @@ def _architecture_deviations(rel: str, config: dict, config_class: type, prefix:
 
 def check_config(folder: Path, rel: str, shape: FolderShape) -> list[Deviation]:
     """config.json: a DumpEmbed config (keys, auto_map, backbone) or a stock export's backbone config."""
+    from ..remote.configuration_dumpembed import DumpEmbedConfig
+
     config, found = _object(folder, rel)
     if config is None:
         return found
     if shape is FolderShape.STOCK:
         return backbone_config_deviations(rel, config, portable=PORTABLE_BACKBONE_KEYS)
-    found = [Deviation(rel, "is not a setting of DumpEmbedConfig", key)
-             for key in config if key not in dumpembed_config_keys()]
+    allowed = frozenset(DumpEmbedConfig().to_dict()) | {"auto_map", *RUNTIME_CONFIG_KEYS}
+    found = [Deviation(rel, "is not a setting of DumpEmbedConfig", key) for key in config if key not in allowed]
     if config.get("auto_map") != AUTO_MAP:
         found.append(Deviation(rel, f"must be exactly {AUTO_MAP} (hf_dumpembed's two classes)", "auto_map"))
     if config.get("architectures", ARCHITECTURES) != ARCHITECTURES:
@@ -260,7 +231,7 @@ def check_tokenizer_config(folder: Path, rel: str, shape: FolderShape) -> list[D
     config, found = _object(folder, rel)
     if config is None:
         return found
-    found = _code_hooks(rel, config, ("auto_map",))
+    found = _code_hooks(rel, config, {"auto_map": CONFIG_CODE_KEYS["auto_map"]})
     if config.get("tokenizer_class", TOKENIZER_CLASS) != TOKENIZER_CLASS:
         found.append(Deviation(rel, f"must be {TOKENIZER_CLASS!r} (the class over this folder's tokenizer.json)",
                                "tokenizer_class"))
@@ -290,18 +261,6 @@ def _transformer_types() -> tuple[str, ...]:
     return f"{Transformer.__module__}.{Transformer.__name__}", LEGACY_MODULE_TYPES["Transformer"]
 
 
-def expected_module_path(index: int, name: str) -> str:
-    """Where the writers put module ``index`` (``""`` for the Transformer, else ``{idx}_{Name}``)."""
-    return "" if index == 0 else f"{index}_{name}"
-
-
-def stock_module_stack(modules: list) -> list[str] | None:
-    """The class names of a stock export's modules.json (None when an entry is not a portable stock module)."""
-    by_type = {path: name for name, path in LEGACY_MODULE_TYPES.items()}
-    names = [by_type.get(entry.get("type")) if isinstance(entry, dict) else None for entry in modules]
-    return None if None in names else names
-
-
 def check_modules(folder: Path, rel: str, shape: FolderShape) -> list[Deviation]:
     """modules.json: DumpEmbed: one stock Transformer at ""; stock: Transformer, Pooling, then Dense / Normalize."""
     modules, found = _read_json(folder, rel)
@@ -315,12 +274,13 @@ def check_modules(folder: Path, rel: str, shape: FolderShape) -> list[Deviation]
                                    "as `hf-dumpembed build` writes it")]
         names = ["Transformer"]
     else:
-        names = stock_module_stack(modules)
-        if names is None or names[:2] != ["Transformer", "Pooling"] or not set(names[2:]) <= {"Dense", "Normalize"}:
+        by_type = {path: name for name, path in LEGACY_MODULE_TYPES.items()}
+        names = [by_type.get(entry.get("type")) if isinstance(entry, dict) else None for entry in modules]
+        if None in names or names[:2] != ["Transformer", "Pooling"] or not set(names[2:]) <= {"Dense", "Normalize"}:
             return [Deviation(rel, "must list the stock export's modules: Transformer, Pooling, then Dense / Normalize "
                                    f"({', '.join(LEGACY_MODULE_TYPES.values())}), as `hf-dumpembed export-st` writes")]
     for index, (entry, name) in enumerate(zip(modules, names, strict=True)):
-        expected = {"idx": index, "name": str(index), "path": expected_module_path(index, name)}
+        expected = {"idx": index, "name": str(index), "path": "" if index == 0 else f"{index}_{name}"}
         extra = sorted(set(entry) - {*expected, "type"})
         if {key: entry.get(key) for key in expected} != expected or extra:
             found.append(Deviation(rel, f"module {index} must be {expected} plus its type", f"[{index}]"))
@@ -403,20 +363,17 @@ def remote_set_deviations(folder: Path, files: list[str]) -> list[Deviation]:
     present = {name: sha256_file(folder / name) for name in files if name in REMOTE_FILE_NAMES}
     unknown = [Deviation(name, f"differs from every version of hf_dumpembed's {name} (sha256 {digest[:12]}…)")
                for name, digest in sorted(present.items()) if digest not in known.get(name, set())]
-    nearest: list[Deviation] | None = None
-    for release in sets:
+
+    def release_deviations(release: dict[str, set[str]]) -> list[Deviation]:
         found = [Deviation(name, "is missing") for name in sorted(set(release) - set(present))]
         found += [Deviation(name, "is not one of the remote files released with the folder's other ones (hf_dumpembed "
                                   "never wrote them together); rebuild the folder with `hf-dumpembed build`")
                   for name in sorted(set(present) - set(release))]
-        found += [Deviation(name, "is a version of another release than the folder's other remote files "
-                                  "(hf_dumpembed never wrote them together); rebuild the folder with `hf-dumpembed "
-                                  "build`") for name in sorted(set(present) & set(release))
-                  if present[name] in known.get(name, set()) and present[name] not in release[name]]
-        if not found:
-            return unknown
-        nearest = found if nearest is None or len(found) < len(nearest) else nearest
-    return unknown + (nearest or [])
+        return found + [Deviation(name, "is a version of another release than the folder's other remote files "
+                                        "(hf_dumpembed never wrote them together); rebuild the folder with "
+                                        "`hf-dumpembed build`") for name in sorted(set(present) & set(release))
+                        if present[name] in known.get(name, set()) and present[name] not in release[name]]
+    return unknown + min((release_deviations(release) for release in sets), key=len, default=[])
 
 
 # --- the tree ------------------------------------------------------------------------------------------------------
@@ -501,7 +458,7 @@ def folder_deviations(folder: str | Path) -> list[Deviation]:
     rules = SHAPE_FILES[shape]
     found += [Deviation(name, "is missing") for name in REQUIRED_FILES if name not in files]
     for rel in files:
-        rule = next((rule for rule in rules if rule.matches(rel)), None)
+        rule = next((rule for rule in rules if re.fullmatch(rule.pattern, rel)), None)
         if rule is None:
             found.append(Deviation(rel, f"is not a file hf_dumpembed writes into a {shape.value} folder"))
         elif rule.check is not None:
@@ -533,13 +490,10 @@ _TRUSTED_ANYWAY: set[str] = set()
 def folder_code_may_run(folder: str | Path, trust_remote_code: bool = False) -> bool:
     """Whether loaders may run ``folder``'s own code (pass the answer as their ``trust_remote_code``).
 
-    Two cases, one rule: a local folder of exactly the shape hf_dumpembed's writers produce loads with its code (it is
-    ours, byte for byte); any other folder or Hub id loads with ``trust_remote_code=False`` unless the user trusts it,
-    so transformers and sentence-transformers refuse whatever code it names themselves, and a plain model (a stock
-    sentence-transformers folder, a Hub-cache snapshot) simply loads. The refusals here: a folder whose config says
-    it is a DumpEmbed model but is not exactly ours (UntrustedRemoteCode, naming every deviation: it loads only with
-    code), and any folder whose tokenizer.json is past `tokenizer_bounds`' limits (TokenizerBoundError). With
-    ``trust_remote_code`` a folder that is not exactly ours says once that its own code runs."""
+    True for a local folder of exactly the shape hf_dumpembed's writers produce; any other folder or Hub id gets
+    ``trust_remote_code`` (False: transformers and sentence-transformers refuse the code it names; True: a warning,
+    once, that its own code runs). Raises UntrustedRemoteCode, naming every deviation, for a folder whose config says
+    DumpEmbed but that is not exactly ours, and TokenizerBoundError for a tokenizer.json past `tokenizer_bounds`."""
     path = Path(folder)
     if not path.is_dir():
         return trust_remote_code

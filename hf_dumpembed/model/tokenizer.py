@@ -4,14 +4,11 @@ The prefix lives in ``tokenizer.json`` (a ``TemplateProcessing`` post-processor)
 every runtime that reads ``tokenizer.json`` (transformers, sentence-transformers, TEI, tokenizers, fastembed) adds
 it, and truncation never cuts it: the template's tokens count as special tokens.
 
-Only the post-processor changes, so it works for the subword models of every major family: WordPiece (BERT),
-byte-level BPE (GPT-2, Llama-3, Qwen, ModernBERT), SentencePiece Unigram + Metaspace (XLM-R, T5) and SentencePiece BPE
-with byte fallback (Llama-2, Mistral, Gemma). The new template is read off the source's own encodings of two probe
-inputs (single and pair), so whatever the source adds in front (``[CLS]``, ``<s>``, ``<bos>``) and behind
-(``[SEP]``, ``</s>``, ``<|endoftext|>``) stays where it was; the normalizer, pre-tokenizer (Metaspace's
-``prepend_scheme`` included), model and decoder are not touched. Every rewrite is checked: with the [DUMP] tokens
-taken out, the new encodings must equal the source's, token for token (ids, type ids, special-token mask), on single
-and pair inputs.
+Only the post-processor changes, so it works for the subword models of every major family (`SUPPORTED_TOKENIZERS`).
+The new template is read off the source's own encodings of two probe inputs (single and pair), so whatever the source
+adds in front (``[CLS]``, ``<s>``, ``<bos>``) and behind (``[SEP]``, ``</s>``, ``<|endoftext|>``) stays where it was;
+the normalizer, pre-tokenizer, model and decoder are not touched. Every rewrite is checked: with the [DUMP] tokens
+taken out, the new encodings must equal the source's, token for token (ids, type ids, special-token mask).
 """
 
 from __future__ import annotations
@@ -25,17 +22,19 @@ from typing import Any
 from tokenizers import AddedToken, Tokenizer, models, processors
 from transformers import PreTrainedTokenizerBase
 
+from .tokenizer_bounds import json_items
+
 logger = logging.getLogger(__name__)
 
 SUPPORTED_TOKENIZERS = (
     "any fast tokenizer (tokenizer.json): WordPiece (BERT), byte-level BPE (GPT-2, Llama-3, Qwen, ModernBERT), "
     "SentencePiece Unigram (XLM-R, T5) and SentencePiece BPE with byte fallback (Llama-2, Mistral, Gemma)"
 )
-_PROBE_A = "hello world"
-_PROBE_B = "second text"
-# Inputs the rewrite is verified on (with the [DUMP] tokens removed, each must encode exactly as in the source).
+# Inputs the rewrite is verified on (with the [DUMP] tokens removed, each must encode exactly as in the source); the
+# first two (single and pair) are the probes the template is read off.
 _CHECK_INPUTS: tuple[tuple[str, ...], ...] = (
-    (_PROBE_A,), (_PROBE_A, _PROBE_B), (" leading space",), ("Ünïcödé café 東京 😀",), ("x", "tabs\tand\nlines"),
+    ("hello world",), ("hello world", "second text"), (" leading space",), ("Ünïcödé café 東京 😀",),
+    ("x", "tabs\tand\nlines"),
 )
 # tokenizer_config.json keys that make transformers regenerate the post-processor on load (dropping the prefix).
 _TEMPLATE_REBUILDING_KEYS = ("add_bos_token", "add_eos_token", "add_prefix_space", "chat_template")
@@ -78,21 +77,11 @@ def dump_token_names(num_dump_tokens: int) -> list[str]:
     return [f"[DUMP{i}]" for i in range(1, num_dump_tokens + 1)]
 
 
-def _find_types(node: Any, found: set[str]) -> set[str]:
-    """Collect every ``"type"`` value in a tokenizer.json sub-tree (pre-tokenizers may be nested Sequences)."""
-    if isinstance(node, dict):
-        if isinstance(node.get("type"), str):
-            found.add(node["type"])
-        for value in node.values():
-            _find_types(value, found)
-    elif isinstance(node, list):
-        for value in node:
-            _find_types(value, found)
-    return found
-
-
-def _backend(tokenizer: Any) -> Tokenizer:
-    """The ``tokenizers.Tokenizer`` behind ``tokenizer``, or an error saying how to get one."""
+def tokenizer_kind(tokenizer: PreTrainedTokenizerBase) -> str:
+    """The tokenizer family: ``wordpiece``, ``byte-level-bpe``, ``sentencepiece-bpe`` (any other BPE: Metaspace or
+    byte fallback, as Llama-2, Mistral, Gemma) or ``unigram`` (XLM-R, T5). Raise `UnsupportedTokenizerError` (a
+    ValueError) without a tokenizers backend, for another model type (WordLevel), or for a post-processor the
+    [DUMP] template cannot be merged into."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if not isinstance(backend, Tokenizer):
         raise UnsupportedTokenizerError(
@@ -102,24 +91,15 @@ def _backend(tokenizer: Any) -> Tokenizer:
             "or convert this one with transformers.convert_slow_tokenizer.convert_slow_tokenizer and wrap it in "
             "PreTrainedTokenizerFast(tokenizer_object=...). Supported: " + SUPPORTED_TOKENIZERS + "."
         )
-    return backend
-
-
-def tokenizer_kind(tokenizer: PreTrainedTokenizerBase) -> str:
-    """The tokenizer family: ``wordpiece``, ``byte-level-bpe``, ``sentencepiece-bpe`` (any other BPE: Metaspace or
-    byte fallback, as Llama-2, Mistral, Gemma) or ``unigram`` (XLM-R, T5). Raise `UnsupportedTokenizerError` (a
-    ValueError) without a tokenizers backend, for another model type (WordLevel), or for a post-processor the
-    [DUMP] template cannot be merged into."""
-    spec = json.loads(_backend(tokenizer).to_str())
+    spec = json.loads(backend.to_str())
     _check_post_processor(spec.get("post_processor"))
     model = spec["model"]
-    pre = _find_types(spec.get("pre_tokenizer"), set())
-    if model["type"] == "WordPiece":
-        return "wordpiece"
-    if model["type"] == "Unigram":
-        return "unigram"
-    if model["type"] == "BPE":
-        return "byte-level-bpe" if "ByteLevel" in pre else "sentencepiece-bpe"
+    # every "type" of the pre-tokenizer (it may be nested Sequences)
+    pre = {value for _, key, value in json_items(spec.get("pre_tokenizer")) if key == "type" and isinstance(value, str)}
+    kinds = {"WordPiece": "wordpiece", "Unigram": "unigram",
+             "BPE": "byte-level-bpe" if "ByteLevel" in pre else "sentencepiece-bpe"}
+    if model["type"] in kinds:
+        return kinds[model["type"]]
     raise UnsupportedTokenizerError(
         f"Tokenizer type not supported: model {model['type']!r} with pre-tokenizer {sorted(pre) or ['none']}. "
         f"[DUMP] tokens are implemented and checked for {SUPPORTED_TOKENIZERS}; other tokenizer models are "
@@ -135,10 +115,9 @@ def _check_post_processor(node: dict[str, Any] | None) -> None:
     kind = node.get("type")
     if kind == "Sequence":
         inner = node.get("processors", [])
-        nested = [p.get("type") for p in inner if p.get("type") == "Sequence"]
         templates = [p.get("type") for p in inner if p.get("type") in _TEMPLATE_TYPES]
-        unknown = [p.get("type") for p in inner if p.get("type") not in (*_TEMPLATE_TYPES, "ByteLevel")]
-        if nested or len(templates) > 1 or unknown:
+        unknown = [p.get("type") for p in inner if p.get("type") not in (*_TEMPLATE_TYPES, "ByteLevel")]  # Sequence too
+        if len(templates) > 1 or unknown:
             raise UnsupportedTokenizerError(
                 f"The tokenizer's post-processor is a Sequence of {[p.get('type') for p in inner]}; the [DUMP] "
                 "template can be merged into a Sequence holding at most one TemplateProcessing/BertProcessing/"
@@ -266,11 +245,9 @@ def add_dump_tokens(tokenizer: PreTrainedTokenizerBase, num_dump_tokens: int, ap
     appends (``[SEP]``, T5's ``</s>``, Qwen3-Embedding's ``<|endoftext|>``) stay. K = 0 rebuilds the same template
     with no DUMP tokens, so the baseline goes through the same code path and tokenizes exactly as the source.
 
-    ``append_eos=True`` appends the tokenizer's EOS after each sequence when the source template appends nothing:
-    the input Mistral/Llama embedders (e5-mistral-7b-instruct) pool the last token of, which transformers 5 no
-    longer adds from an ``add_eos_token`` flag when the folder has a tokenizer.json. A template that already closes
-    the input with a special token (BERT's [SEP], T5's ``</s>``, Qwen3-Embedding's ``<|endoftext|>``) is kept as
-    it is. `DumpTokens.appended` says what the final template appends.
+    ``append_eos=True`` appends the tokenizer's EOS after each sequence when the source template closes the input
+    with no special token (Mistral/Llama embedders such as e5-mistral-7b-instruct pool that last token).
+    `DumpTokens.appended` says what the final template appends.
     """
     if not isinstance(num_dump_tokens, int) or isinstance(num_dump_tokens, bool) or num_dump_tokens < 0:
         raise ValueError(f"num_dump_tokens must be an integer >= 0; got {num_dump_tokens!r}.")
@@ -337,7 +314,7 @@ def _last_text(encoding: Any) -> int:
 
 def check_dump_prefix(tokenizer: PreTrainedTokenizerBase, ids: tuple[int, ...], offset: int) -> None:
     """Raise RuntimeError unless ``tokenizer`` puts exactly ``ids`` at ``offset`` (single and pair inputs)."""
-    for args in ((_PROBE_A,), (_PROBE_A, _PROBE_B)):
+    for args in _CHECK_INPUTS[:2]:
         input_ids = tokenizer(*args)["input_ids"]
         found = tuple(input_ids[offset : offset + len(ids)])
         if found != ids:
@@ -347,30 +324,19 @@ def check_dump_prefix(tokenizer: PreTrainedTokenizerBase, ids: tuple[int, ...], 
             )
 
 
-def _saved_dump_ids(tokenizer: PreTrainedTokenizerBase) -> tuple[int, ...]:
-    vocab = tokenizer.get_vocab()
-    names = [n for n in dump_token_names(1024) if n in vocab]
-    return tuple(vocab[n] for n in names)
-
-
 def save_dump_tokenizer(tokenizer: PreTrainedTokenizerBase, out_dir: str | Path, max_length: int | None) -> None:
     """Save the tokenizer so that reloading keeps the post-processor and every file states one length.
 
     ``max_length`` (the model's ``max_seq_length``, [DUMP] and special tokens included; None keeps the tokenizer's
     ``model_max_length``) is written three times, all equal: ``model_max_length`` and ``max_length`` in
     tokenizer_config.json, and the truncation of tokenizer.json (longest-first, on the tokenizer's
-    ``truncation_side``). tokenizer.json must truncate: runtimes that read only it (a bare
-    ``tokenizers.Tokenizer.from_file`` in front of onnxruntime, TEI) otherwise encode whole 1,000-token texts
-    where sentence-transformers truncates, and its special tokens count toward the limit there as in transformers.
-    transformers and sentence-transformers re-set truncation on every call, so it changes nothing for them.
-    Padding is not written (what a batch pads to is the caller's choice, not the model's; ids are the same).
-    Without this, whatever an earlier call left in the backend (``truncation=True, max_length=...``,
-    ``padding=True``) is saved: tokenizer.json at one length, tokenizer_config.json's ``max_length`` at another
-    (fastembed truncates at ``min(model_max_length, max_length)``), and ``model_max_length`` at a third.
+    ``truncation_side``), which runtimes that read only tokenizer.json (onnxruntime behind a bare
+    ``tokenizers.Tokenizer``, TEI) apply. Padding is not written (a batch's padding is the caller's choice), and
+    whatever an earlier call left in the backend's truncation or padding is not saved.
     """
     out_dir = Path(out_dir)
-    dump_ids = _saved_dump_ids(tokenizer)
-    if dump_ids and not tokenizer("x")["input_ids"].count(dump_ids[0]):
+    first_dump_id = tokenizer.get_vocab().get("[DUMP1]")
+    if first_dump_id is not None and first_dump_id not in tokenizer("x")["input_ids"]:
         raise RuntimeError(
             "The tokenizer has [DUMP] tokens but its post-processor no longer adds them (something reset it: "
             "setting add_bos_token/add_eos_token/bos_token/eos_token regenerates the template). Set those before "
@@ -389,13 +355,19 @@ def save_dump_tokenizer(tokenizer: PreTrainedTokenizerBase, out_dir: str | Path,
                                   direction=tokenizer.truncation_side)
     try:
         tokenizer.save_pretrained(out_dir)
-    finally:
-        _restore(backend, truncation, padding)
+    finally:  # put back the in-memory truncation and padding changed for writing the file
+        if truncation is None:
+            backend.no_truncation()
+        else:
+            backend.enable_truncation(**truncation)
+        if padding is None:
+            backend.no_padding()
+        else:
+            backend.enable_padding(**padding)
     config_path = out_dir / "tokenizer_config.json"
     config = json.loads(config_path.read_text())
-    for key in (*_TEMPLATE_REBUILDING_KEYS, *_PER_CALL_KEYS):
-        config.pop(key, None)
-    for key in [key for key in config if key.endswith("_file")]:  # the source's files (a local path): not ours
+    # *_file keys name the source's files (a local path): not ours.
+    for key in [key for key in config if key in (*_TEMPLATE_REBUILDING_KEYS, *_PER_CALL_KEYS) or key.endswith("_file")]:
         config.pop(key)
     if limit is None:
         config.pop("max_length", None)
@@ -410,15 +382,3 @@ def save_dump_tokenizer(tokenizer: PreTrainedTokenizerBase, out_dir: str | Path,
     config_path.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n")
     for stray in ("chat_template.jinja", "chat_template.json", *_SENTENCEPIECE_FILES):
         (out_dir / stray).unlink(missing_ok=True)
-
-
-def _restore(backend: Tokenizer, truncation: dict[str, Any] | None, padding: dict[str, Any] | None) -> None:
-    """Put back the in-memory truncation/padding state save_dump_tokenizer changed for writing the file."""
-    if truncation is None:
-        backend.no_truncation()
-    else:
-        backend.enable_truncation(**truncation)
-    if padding is None:
-        backend.no_padding()
-    else:
-        backend.enable_padding(**padding)

@@ -49,12 +49,13 @@ def require_bounded_tokenizer(folder: str | Path) -> None:
     if entries > MAX_VOCABULARY:
         raise TokenizerBoundError(f"{path}: {entries:,} vocabulary entries is over the {MAX_VOCABULARY:,} a tokenizer "
                                   "may have here; it is not loaded.")
-    for where, pattern in regexes(data):
-        if backtracking_group(pattern) is not None:
+    for where, key, pattern in json_items(data):
+        group = backtracking_group(pattern) if key == "Regex" and isinstance(pattern, str) else None
+        if group is not None:
             raise TokenizerBoundError(
-                f"{path} [{where}]: the regular expression {pattern!r} repeats a group that can match in several "
-                f"ways ({backtracking_group(pattern)!r}), which takes exponential time on some texts; it is not "
-                "loaded. Fix the pattern (repeat single characters or classes) or use the source's tokenizer.")
+                f"{path} [{where or key}]: the regular expression {pattern!r} repeats a group that can match in "
+                f"several ways ({group!r}), which takes exponential time on some texts; it is not loaded. Fix the "
+                "pattern (repeat single characters or classes) or use the source's tokenizer.")
 
 
 def vocabulary_size(data: dict[str, Any]) -> int:
@@ -65,17 +66,15 @@ def vocabulary_size(data: dict[str, Any]) -> int:
     return (len(vocab) if isinstance(vocab, (dict, list)) else 0) + (len(added) if isinstance(added, list) else 0)
 
 
-def regexes(value: Any, where: str = "") -> Iterator[tuple[str, str]]:
-    """(location, pattern) of every ``{"Regex": pattern}`` at any depth."""
+def json_items(value: Any, where: str = "") -> Iterator[tuple[str, str, Any]]:
+    """(dotted location of the object, key, value) of every key at any depth of a JSON value."""
     if isinstance(value, dict):
         for key, item in value.items():
-            if key == "Regex" and isinstance(item, str):
-                yield where or key, item
-            else:
-                yield from regexes(item, f"{where}.{key}" if where else str(key))
+            yield where, str(key), item
+            yield from json_items(item, f"{where}.{key}" if where else str(key))
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            yield from regexes(item, f"{where}[{index}]")
+            yield from json_items(item, f"{where}[{index}]")
 
 
 def backtracking_group(pattern: str) -> str | None:
