@@ -39,11 +39,6 @@ MAX_DUMP_TOKENS = 1024
 # and mean_no_dump): Pooling.CLS == "cls", Pooling.LAST == "last", Pooling.MEAN_NO_DUMP == "mean_no_dump", ...
 Pooling = Enum("Pooling", {mode.upper(): mode for mode in POOLING_MODES}, type=str)
 Pooling.__doc__ = "Pooling of the backbone's last hidden states (see DumpEmbedConfig's `pooling`)."
-# What a source's mean pooling becomes once K > 0 [DUMP] tokens are prepended: the stock mean over every token,
-# [DUMP] slots included, so that every default folder has a stock sentence-transformers export (TEI, Infinity, vLLM
-# serve stock modules only). It is level with mean_no_dump after training (BENCHMARKS.md, "stock mean vs
-# mean_no_dump"); `--pooling mean_no_dump` leaves the slots out (remote code or the ONNX graph to serve it).
-MEAN_POOLING_WITH_DUMP = Pooling.MEAN
 
 
 # The sentence each invalid option raises (pydantic checks the types and ranges; see `checked_options`).
@@ -77,8 +72,8 @@ class BuildOptions:
 
     Args:
         num_dump_tokens: K, the number of [DUMP] tokens (0 = the plain baseline through the same code).
-        pooling: None (auto) takes the source's own sentence-transformers Pooling when it has one (mean becomes
-            `MEAN_POOLING_WITH_DUMP` for K > 0), else `cls` for encoders and `last` for decoders.
+        pooling: None (auto) takes the source's own sentence-transformers Pooling when it has one (a mean stays the
+            stock mean, [DUMP] slots included, for K > 0), else `cls` for encoders and `last` for decoders.
         init: how the [DUMP] embedding rows start (see `DumpInit`).
         init_token: the vocabulary token whose row ``init="token"`` copies.
         max_seq_length: longest tokenized input, [DUMP] and special tokens included; None takes the backbone's
@@ -93,9 +88,7 @@ class BuildOptions:
             (causal LMs; PromptEOL pools the last token).
         match_steps: after the init, fit the K rows for this many steps so the model's text-token states match
             the K = 0 source's (`dump_match`; backbone frozen); 0 = off; None (auto) = `DEFAULT_MATCH_STEPS` for
-            encoders with K > 0 (a matched prefix costs a finished encoder far less before training than an
-            unmatched one: BENCHMARKS.md, "Untrained [DUMP] models"), 0 for decoders (their default ``normal``
-            init already costs nothing).
+            encoders with K > 0, 0 for decoders (`resolve_match_steps`; BENCHMARKS.md, "Untrained [DUMP] models").
         match_texts: unlabeled texts for ``match_steps``; None = the train split of the running Python's standard
             library (docstrings and function sources, never a StdlibCode test module).
     """
@@ -125,24 +118,16 @@ class BuildOptions:
 DEFAULT_OPTIONS = BuildOptions()  # the defaults of `build` and `build_dump_model` (frozen, so one shared value)
 
 
-def source_pooling(backbone: str, revision: str | None = None) -> Pooling | None:
-    """The Pooling mode of a sentence-transformers folder/repo (None when the source is not one)."""
-    stack = read_source_stack(backbone, revision)
-    return None if stack is None else Pooling(stack.pooling)
-
-
 def choose_pooling(options: BuildOptions, stack: SourceStack | None, decoder: bool) -> tuple[Pooling, str]:
     """(pooling, why): the explicit option, else the source's own sentence-transformers pooling, else cls/last."""
     if options.pooling is not None:
         return options.pooling, "set explicitly"
     source = None if stack is None else Pooling(stack.pooling)
+    # With K > 0, a source's mean stays the stock mean over every token, [DUMP] slots included, so the folder has a
+    # stock export (TEI, Infinity, vLLM); it is level with mean_no_dump after training (BENCHMARKS.md).
     if source is Pooling.MEAN and options.num_dump_tokens > 0:
-        return MEAN_POOLING_WITH_DUMP, (
-            "the source's sentence-transformers Pooling is mean; with K > 0 the mean leaves the [DUMP] slots out"
-            if MEAN_POOLING_WITH_DUMP is Pooling.MEAN_NO_DUMP else
-            "the source's sentence-transformers Pooling: mean, over every token, the [DUMP] slots included, as stock "
-            "sentence-transformers computes it, so the folder has a stock export"
-        )
+        return Pooling.MEAN, ("the source's sentence-transformers Pooling: mean, over every token, the [DUMP] slots "
+                              "included, as stock sentence-transformers computes it, so the folder has a stock export")
     if source is not None:
         return source, f"the source's sentence-transformers Pooling: {source.value}"
     if decoder:
@@ -165,8 +150,7 @@ def source_max_seq_length(
 
 def default_max_seq_length(source_length: int, num_dump_tokens: int, position_limit: int | None) -> int:
     """The source's own length plus the K [DUMP] tokens (within the position limit), so that the prefix does not
-    shorten the text: the K = 4 build reads what the source reads (the prefix inside the source's length cost
-    more than on top of it: BENCHMARKS.md, "Untrained [DUMP] models")."""
+    shorten the text (BENCHMARKS.md, "Untrained [DUMP] models")."""
     wanted = source_length + num_dump_tokens
     return wanted if position_limit is None else min(wanted, max(position_limit, source_length))
 
@@ -243,12 +227,9 @@ def wrap_backbone(config: DumpEmbedConfig, backbone: PreTrainedModel,
 
 def source_settings(stack: SourceStack | None, tokenizer: PreTrainedTokenizerBase, hidden_size: int
                     ) -> dict[str, object]:
-    """The config fields that carry a sentence-transformers source's behaviour over: prompts, default prompt,
-    similarity, ``include_prompt`` (with each prompt's tokens, for sentence-transformers' prompt_length rule) and the
-    Dense layers. Prompts are text: they follow the [DUMP] tokens, which the tokenizer's template puts right after
-    [CLS]/BOS, so the [DUMP] slots sit at the same positions whatever the prompt. A source without prompts gets the
-    empty query / document prompts config_sentence_transformers.json states (`DEFAULT_PROMPTS`): the folder's
-    files name the same prompts, so a client reading either finds both names."""
+    """The config fields that carry a sentence-transformers source's behaviour over: prompts (text after the [DUMP]
+    tokens; `DEFAULT_PROMPTS` for a source without any), default prompt, similarity, ``include_prompt`` (with each
+    prompt's tokens, for sentence-transformers' prompt_length rule) and the Dense layers."""
     if stack is None:
         return {"prompts": dict(DEFAULT_PROMPTS)}
     if stack.dense and stack.dense[0].in_features != hidden_size:
@@ -266,15 +247,9 @@ def prompt_token_ids(tokenizer: PreTrainedTokenizerBase, prompts: object) -> lis
     """Each non-empty prompt as sentence-transformers measures it: tokenized alone with the special tokens (and the
     [DUMP] prefix), a trailing special token dropped."""
     special = set(tokenizer.all_special_ids)
-    out = []
-    for prompt in prompts:
-        if not prompt:
-            continue  # sentence-transformers measures no prompt_length for an empty prompt
-        ids = list(tokenizer(prompt)["input_ids"])
-        if ids and ids[-1] in special:
-            ids = ids[:-1]
-        out.append(ids)
-    return out
+    # sentence-transformers measures no prompt_length for an empty prompt
+    encoded = [list(tokenizer(prompt)["input_ids"]) for prompt in prompts if prompt]
+    return [ids[:-1] if ids and ids[-1] in special else ids for ids in encoded]
 
 
 def build_dump_model(

@@ -67,12 +67,10 @@ def resolve_init(init: DumpInit | str, decoder: bool) -> DumpInit:
 MEAN_NOISE_SCALE = 0.01  # noise std, relative to the per-dimension std of the vocabulary rows
 
 
-def grow_embeddings(backbone: PreTrainedModel, num_tokens: int) -> int:
-    """Make the input embedding matrix at least ``num_tokens`` rows; never shrink it. Returns the old row count."""
-    old_rows = backbone.get_input_embeddings().weight.shape[0]
-    if num_tokens > old_rows:
+def grow_embeddings(backbone: PreTrainedModel, num_tokens: int) -> None:
+    """Make the input embedding matrix at least ``num_tokens`` rows; never shrink it."""
+    if num_tokens > backbone.get_input_embeddings().weight.shape[0]:
         backbone.resize_token_embeddings(num_tokens, mean_resizing=False)
-    return old_rows
 
 
 @torch.no_grad()
@@ -84,13 +82,10 @@ def init_dump_rows(
     seed: int = 0,
     copy_token_id: int | None = None,
 ) -> None:
-    """Set the embedding rows of ``dump_ids`` in place.
+    """Set the embedding rows of ``dump_ids`` in place, as ``init`` says (`DumpInit`; the noise: `MEAN_NOISE_SCALE`).
 
-    ``mean``: mean of the other vocabulary rows plus Gaussian noise (std = 1% of the per-dimension std of the
-    vocabulary), so the K rows start close to an average token yet distinct from each other.
-    ``cls``: copy of the row of ``first_token_id`` ([CLS] or BOS) plus the same small noise.
-    ``normal``: N(0, 0.02).
-    ``sep`` / ``token``: exact copies (no noise) of the row of ``copy_token_id`` ([SEP]/EOS, or the named token).
+    ``cls`` copies the row of ``first_token_id`` ([CLS] or BOS); ``sep`` / ``token`` copy the row of
+    ``copy_token_id`` ([SEP]/EOS, or the named token) exactly.
     """
     init = DumpInit(init)
     if not dump_ids:

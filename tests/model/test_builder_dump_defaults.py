@@ -13,7 +13,8 @@ from safetensors.torch import load_file
 from transformers import AutoModel, AutoTokenizer
 
 from hf_dumpembed.export.stock import export_stock_st
-from hf_dumpembed.model.builder import BuildOptions, build, build_dump_model, source_pooling
+from hf_dumpembed.model.builder import BuildOptions, build, build_dump_model
+from hf_dumpembed.model.source_stack import read_source_stack
 from hf_dumpembed.training.config import config_from_dict
 from hf_dumpembed.training.trainer import train
 from tests.support.tiny_models import as_sentence_transformers_folder
@@ -37,7 +38,7 @@ def test_pooling_comes_from_the_source_sentence_transformers_config(tiny_bert, t
 
 
 def test_pooling_without_a_source_config_is_cls_or_last_and_explicit_wins(tiny_bert, tiny_llama, tmp_path):
-    assert source_pooling(str(tiny_bert)) is None
+    assert read_source_stack(str(tiny_bert)) is None
     assert build_dump_model(tiny_bert, BuildOptions())[0].config.pooling == "cls"
     assert build_dump_model(tiny_llama, BuildOptions())[0].config.pooling == "last"
     source = _as_st_folder(tiny_bert, tmp_path / "source", "mean_tokens")
