@@ -1,11 +1,9 @@
 """Fit only the [DUMP] rows so that a K > 0 model reproduces its K = 0 source on unlabeled text ("match" init).
 
-A fresh [DUMP] prefix takes attention from the text tokens, so even the least harmful copy-init costs a finished
-embedding model a few percent before any training (BENCHMARKS.md, "Untrained [DUMP] models"). Here the backbone is
-frozen and the K embedding rows alone are fitted, with Adam, to make the final-layer state of every text token
-equal the source's (K = 0) state of the same token: mean squared error over the text tokens, the [DUMP] slots left
-out. Nothing but the K rows changes, so the saved folder is the same format and the source's own weights are
-untouched; the rows start wherever the chosen init put them.
+A fresh [DUMP] prefix takes attention from the text tokens and costs a finished embedding model a few percent before
+any training (BENCHMARKS.md, "Untrained [DUMP] models"). Here the backbone is frozen and only the K rows, from
+wherever the init put them, are fitted with Adam so that every text token's final-layer state equals the source's
+(K = 0) state of the same token: mean squared error over the text tokens, the [DUMP] slots left out.
 """
 
 from __future__ import annotations

@@ -39,21 +39,17 @@ class DamagedWeightsError(ValueError):
     """A safetensors file whose header does not describe its bytes (truncated, overwritten, not safetensors)."""
 
 
-def require_readable_safetensors(path: Path) -> None:
-    """DamagedWeightsError naming ``path`` when safetensors cannot read its header (nothing is loaded)."""
+def require_readable_weights(folder: Path) -> None:
+    """DamagedWeightsError naming the first top-level safetensors file of ``folder`` whose header safetensors cannot
+    read (nothing is loaded)."""
     from safetensors import SafetensorError, safe_open
 
-    try:
-        with safe_open(str(path), "numpy"):
-            pass
-    except (SafetensorError, OSError) as error:
-        raise DamagedWeightsError(f"{path} is damaged ({error}): rebuild or re-download it.") from None
-
-
-def require_readable_weights(folder: Path) -> None:
-    """`require_readable_safetensors` for each top-level safetensors file of ``folder``, before anything loads."""
-    for weights in sorted(folder.glob("*.safetensors")):
-        require_readable_safetensors(weights)
+    for path in sorted(folder.glob("*.safetensors")):
+        try:
+            with safe_open(str(path), "numpy"):
+                pass
+        except (SafetensorError, OSError) as error:
+            raise DamagedWeightsError(f"{path} is damaged ({error}): rebuild or re-download it.") from None
 
 
 def template_prefix_ids(tokenizer_json: Mapping[str, Any]) -> list[tuple[str, list[int]]] | None:

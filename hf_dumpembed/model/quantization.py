@@ -1,14 +1,11 @@
 """Quantized outputs: the int8 ranges and binary thresholds `hf-dumpembed fit` stores, and `quantize`, which uses them.
 
-Vector stores index int8 codes and bits. sentence-transformers' ``encode(..., precision="int8")`` takes its int8
-ranges from the batch it was given (its ``quantize_embeddings`` without ``ranges``: a batch of queries gets
-other buckets than the corpus) and offers a model no way to supply them, and its binary codes are the signs. A
-fitted folder therefore carries ``quantization.json``, measured by the fit on its corpus at each output
-dimension the folder advertises: per-dimension int8 ranges of the final (projected, normalised) vectors and the
-per-dimension threshold of the binary codes. `quantize` applies them with sentence-transformers'
+sentence-transformers' ``encode(..., precision="int8")`` takes its int8 ranges from the batch it was given (a
+batch of queries gets other buckets than the corpus). A fitted folder therefore carries ``quantization.json``,
+measured by the fit on its corpus at each output dimension the folder advertises: per-dimension int8 ranges of the
+final vectors and binary thresholds (0 as fitted: sentence-transformers' own signs). `quantize` applies them with
 ``quantize_embeddings`` (``ranges=`` for int8/uint8; the embeddings minus the threshold for binary/ubinary), so a
-batch, a reload and another process give the same codes bit for bit. (The fit's thresholds are 0, the
-measured better choice; the binary codes are then sentence-transformers' own signs.)
+batch, a reload and another process give the same codes bit for bit.
 
 The file is JSON (numbers written as the shortest decimals of their float32 values, so reading them back as
 float32 gives the stored values exactly); it names the projection it was measured on (``projection_sha256``,
@@ -90,16 +87,11 @@ def _float32_list(values: np.ndarray) -> list[float]:
     return [float(str(v)) for v in np.asarray(values, np.float32)]
 
 
-def calibration_payload(calibration: Calibration) -> dict[str, Any]:
-    """The JSON object of ``quantization.json``."""
+def write_calibration(folder: str | Path, calibration: Calibration) -> Path:
     dims = {str(k): {"int8_ranges": [_float32_list(calibration.ranges[k][0]), _float32_list(calibration.ranges[k][1])],
                      "binary_threshold": _float32_list(calibration.thresholds[k])} for k in calibration.dims}
-    return {"format": FORMAT, **calibration.info, "dims": dims}
-
-
-def write_calibration(folder: str | Path, calibration: Calibration) -> Path:
     path = Path(folder) / CALIBRATION_FILE
-    path.write_text(json.dumps(calibration_payload(calibration), indent=1) + "\n", encoding="utf-8")
+    path.write_text(json.dumps({"format": FORMAT, **calibration.info, "dims": dims}, indent=1) + "\n", encoding="utf-8")
     return path
 
 

@@ -80,14 +80,16 @@ class SourceStack:
         return weight.float(), bias.float()
 
 
-def _read_json(source: str, name: str, revision: str | None) -> dict[str, Any] | list[Any] | None:
+def _read_json(source: str, name: str, revision: str | None, where: str | None = None) -> Any:
+    """The JSON file ``name`` of ``source``; None when it is absent (ValueError naming ``where`` when given)."""
     path = load_file_path(source, name, revision=revision)
+    if path is None and where is not None:
+        raise ValueError(f"{where} has no {Path(name).name}; the source folder is incomplete.")
     return None if path is None else json.loads(Path(path).read_text(encoding="utf-8"))
 
 
-def _module_file(source: str, module: dict[str, Any], name: str, revision: str | None) -> str | None:
-    relative = f"{module.get('path', '')}/{name}".lstrip("/")
-    return load_file_path(source, relative, revision=revision)
+def _module_file(module: dict[str, Any], name: str) -> str:
+    return f"{module.get('path', '')}/{name}".lstrip("/")
 
 
 def read_source_stack(source: str | Path, revision: str | None = None) -> SourceStack | None:
@@ -136,11 +138,7 @@ def read_source_stack(source: str | Path, revision: str | None = None) -> Source
 
 
 def _read_transformer(source: str, module: dict[str, Any], revision: str | None, where: str) -> dict[str, Any]:
-    config = {}
-    for name in ("sentence_bert_config.json",):
-        path = _module_file(source, module, name, revision)
-        if path is not None:
-            config = json.loads(Path(path).read_text(encoding="utf-8"))
+    config = _read_json(source, _module_file(module, "sentence_bert_config.json"), revision) or {}
     if config.get("do_lower_case"):
         raise ValueError(f"{where} lowercases every text in Python (do_lower_case: true), which tokenizer.json "
                          "cannot express for the other load paths. Add a Lowercase normalizer to the tokenizer "
@@ -157,10 +155,7 @@ def _read_transformer(source: str, module: dict[str, Any], revision: str | None,
 
 
 def _read_pooling(source: str, module: dict[str, Any], revision: str | None, where: str) -> dict[str, Any]:
-    path = _module_file(source, module, "config.json", revision)
-    if path is None:
-        raise ValueError(f"{where} has no config.json; the source folder is incomplete.")
-    config = json.loads(Path(path).read_text(encoding="utf-8"))
+    config = _read_json(source, _module_file(module, "config.json"), revision, where)
     with warnings.catch_warnings():  # the legacy boolean keys warn; sentence-transformers still reads them
         warnings.simplefilter("ignore", FutureWarning)
         try:
@@ -177,16 +172,13 @@ def _read_pooling(source: str, module: dict[str, Any], revision: str | None, whe
 
 def _read_dense(source: str, module: dict[str, Any], revision: str | None, where: str,
                 previous: list[DenseLayer]) -> DenseLayer:
-    config_path = _module_file(source, module, "config.json", revision)
-    if config_path is None:
-        raise ValueError(f"{where} has no config.json; the source folder is incomplete.")
-    config = json.loads(Path(config_path).read_text(encoding="utf-8"))
+    config = _read_json(source, _module_file(module, "config.json"), revision, where)
     activation = str(config.get("activation_function", "torch.nn.modules.linear.Identity"))
     if activation not in LINEAR_ACTIVATIONS:
         raise ValueError(f"{where} applies the non-linear activation {activation!r}; only linear (Identity) Dense "
                          "layers fold exactly into DumpEmbed's stored projection. Build from the bare backbone with "
                          "--pooling to drop the layer (other vectors), or serve the source as it is.")
-    weights_path = _module_file(source, module, "model.safetensors", revision)
+    weights_path = load_file_path(source, _module_file(module, "model.safetensors"), revision=revision)
     if weights_path is None:
         raise ValueError(f"{where} stores no model.safetensors (only pickled weights, e.g. pytorch_model.bin, "
                          "which this package never loads). Re-save the source with sentence-transformers >= 3 "

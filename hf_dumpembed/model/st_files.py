@@ -16,7 +16,6 @@ import torch
 import transformers
 from sentence_transformers.base.modules.transformer import Transformer
 
-ST_FILES = ("modules.json", "sentence_bert_config.json", "config_sentence_transformers.json")
 # Prompts for encode_query / encode_document when the source has none: queries and documents embedded alike.
 DEFAULT_PROMPTS = {"query": "", "document": ""}
 # The stock Transformer module reads the model's own `sentence_embedding` output: no custom ST module.
@@ -80,13 +79,8 @@ def sentence_transformers_files(config: Any | None = None) -> dict[str, Any]:
 
 
 def write_sentence_transformers_files(model_dir: str | Path, config: Any | None = None) -> None:
-    """Add modules.json, sentence_bert_config.json and config_sentence_transformers.json to ``model_dir``.
-
-    The pipeline is a single stock `Transformer` module pointed at the model's `sentence_embedding` output
-    (pooling, projection and normalisation happen inside the model); the prompts, default prompt and similarity
-    come from the model's ``config`` (`st_settings`). The weights and tokenizer written by transformers stay
-    untouched.
-    """
+    """Add modules.json, sentence_bert_config.json and config_sentence_transformers.json to ``model_dir``
+    (`sentence_transformers_files`); the weights and tokenizer written by transformers stay untouched."""
     for name, content in sentence_transformers_files(config).items():
         indent = 2 if name in ("modules.json", "config_sentence_transformers.json") else 4
         (Path(model_dir) / name).write_text(json.dumps(content, indent=indent, ensure_ascii=False), encoding="utf-8")
