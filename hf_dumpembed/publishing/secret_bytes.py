@@ -3,34 +3,15 @@
 detect-secrets scans text line by line; a token can also sit in the bytes of a tensor (an unused embedding row
 holds any 4-byte pattern as a finite float), in a PNG text chunk, in any binary file, or be the name of a file.
 Here every file is searched as bytes, in chunks of `CHUNK_BYTES` with `OVERLAP_BYTES` carried over so that a token
-across a chunk boundary is found, with one compiled bytes regex per token format: the time is linear in the size
-and the memory bounded. The formats and, where detect-secrets exposes them, its own regexes (``denylist``):
+across a chunk boundary is found, with one compiled bytes regex per token format (`byte_rules`: Hugging Face, AWS,
+GitHub and OpenAI keys, JSON Web Tokens, private-key headers, basic-auth URLs; detect-secrets' own regexes where it
+exposes them): the time is linear in the size and the memory bounded. Each format is also found written as UTF-16,
+LE or BE (`_utf16_findings`: about a fifth more time on random float weights).
 
-* Hugging Face tokens (``secret_plugins.HF_TOKEN``, without the word boundaries the line scan uses);
-* AWS access key ids (detect-secrets' ``AWSKeyDetector`` first regex) and secret-key assignments (its second,
-  quoted, regex, plus unquoted ``aws_secret_access_key = ...``); the assignments are searched in the lower-cased
-  bytes, without IGNORECASE: a regex with a literal prefix is searched about 25 times faster;
-* GitHub tokens (``GitHubTokenDetector``) and fine-grained ``github_pat_`` tokens, which it does not know;
-* OpenAI keys, ``sk-`` and ``sk-proj-`` (bounded: ``OpenAIDetector``'s regex has an unbounded run before a
-  required part, and misses ``_``/``-`` after ``T3BlbkFJ``);
-* JSON Web Tokens ``eyJ<header>.ey<payload>`` (``{"`` encoded, header up to 8 KiB, found back from the dot),
-  kept when the header is JSON (``JwtTokenDetector.is_formally_valid``);
-* private-key headers (every line ``PrivateKeyDetector`` knows, and ``BEGIN ... PRIVATE KEY`` of any type);
-* basic-auth URLs (``BasicAuthDetector``'s form, with user and password of printable ASCII and a scheme before
-  ``://``: its class of any byte that is not a delimiter would match random bytes of a multi-gigabyte file).
-
-Each format is also found written as UTF-16 (LE or BE: a NUL byte after or before each ASCII character). A
-string search for `MIN_UTF16_CHARS` NULs in a row in the even and in the odd bytes of each window (two strided
-copies) rules out most windows of weights; where there are some, numpy finds the runs of characters that are not
-NUL and have their NUL (after them for LE, before them for BE), and the rules run on those runs only, every other
-byte set to NUL (no token holds one). A finding is reported at the byte of its first character (a match inside a
-longer text reads as both). On random float weights this adds about a fifth to the time of the scan; on data full
-of NULs (sparse or zero tensors) at most about as much again as the ASCII scan, the rules running only on text.
-
-Inside a PNG the hidden payloads are decoded and scanned too: the text of its zTXt/iTXt chunks inflated, zlib or
-gzip streams in any other ancillary chunk and in data after its IEND chunk, and base64 in all of these and in its
-tEXt/iTXt text (`png_payloads`). A plot is staged with its image chunks only (``staging_safety.stripped_png``), so
-this is what tells the author a credential was there, not what keeps it from being published.
+Inside a PNG the hidden payloads are decoded and scanned too (`png_payloads`): the text of its zTXt/iTXt chunks
+inflated, zlib or gzip streams in any other ancillary chunk and after its IEND chunk, and base64 in all of these. A
+plot is staged with its image chunks only (``staging_safety.stripped_png``), so this is what tells the author a
+credential was there, not what keeps it from being published.
 
 A finding holds the kind and the byte offset, never the secret. `redact` masks what looks like a secret in a
 text (a file name in a report): ``plots/hf_…(masked).png``.
@@ -77,13 +58,13 @@ MAX_JWT_HEADER = 8192
 class ByteRule:
     """One token format: its kind (as detect-secrets names it), a bytes regex, how many leading characters of a
     finding name the format rather than the secret (kept by `redact`), whether it runs on lower-cased bytes, and
-    ``locate``: where a match's finding starts (default: where it starts), or None when it is not one."""
+    ``locate(buffer, match, floor)``: where a match's finding starts (not before ``floor``; default: where the match
+    starts), or None when it is not one."""
 
     kind: str
     pattern: re.Pattern[bytes]
     shown: int
     lowered: bool = False
-    # (buffer, match, floor) -> where the finding starts in the buffer (not before floor), or None: not one.
     locate: Callable[[bytes | bytearray, re.Match[bytes], int], int | None] | None = None
 
 
@@ -152,11 +133,13 @@ def byte_rules() -> tuple[ByteRule, ...]:
     return (
         ByteRule(HuggingFaceTokenDetector.secret_type, re.compile(HF_TOKEN.encode()), 3),
         ByteRule(AWSKeyDetector.secret_type, as_bytes(key_id), 4),
+        # Lower-cased bytes without IGNORECASE: a regex with a literal prefix is searched about 25 times faster.
         ByteRule("AWS Secret Access Key", any_of(as_bytes(quoted_secret, lowered=True), re.compile(
             rb"aws[\w.-]{0,20}?secret[\w.-]{0,20}?[\"']?\s{0,4}[:=]\s{0,4}[\"']?[0-9a-z/+]{40}")), 3, lowered=True),
         # Two passes: joined to the stock regex (whose capturing group hides its prefix) it is searched byte by byte.
         ByteRule(GitHubTokenDetector.secret_type, as_bytes(GitHubTokenDetector.denylist[0]), 4),
         ByteRule(GitHubTokenDetector.secret_type, re.compile(rb"github_pat_[A-Za-z0-9_]{40,}"), 11),
+        # Bounded (OpenAIDetector's has an unbounded run before a required part) and allowing _/- after T3BlbkFJ.
         ByteRule(OpenAIDetector.secret_type, re.compile(rb"sk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,}"
                                                         rb"|[A-Za-z0-9_-]{20,400}T3BlbkFJ[A-Za-z0-9_-]{20,400})"), 3),
         # The dot between header and payload ("ey": base64url of '{"' or '{ '); the header is found back from it.
@@ -165,7 +148,8 @@ def byte_rules() -> tuple[ByteRule, ...]:
         # Every header PrivateKeyDetector knows ("BEGIN RSA PRIVATE KEY", ...) and any other key type.
         ByteRule(PrivateKeyDetector.secret_type, re.compile(rb"BEGIN[ A-Z0-9]{0,40}PRIVATE KEY"), 5),
         ByteRule(PrivateKeyDetector.secret_type, re.compile(rb"PuTTY-User-Key-File-[0-9]"), 5),
-        # scheme://user:password@host, searched from its literal "://" (the lookbehind checks the scheme's end).
+        # scheme://user:password@host, searched from its literal "://" (the lookbehind checks the scheme's end); user
+        # and password printable ASCII (BasicAuthDetector's any non-delimiter byte would match random weights).
         ByteRule(BasicAuthDetector.secret_type,
                  re.compile(rb"://(?<=[A-Za-z0-9+.-]://)[^" + not_in_url + rb"]{1,256}:[^" + not_in_url
                             + rb"]{1,256}@(?=[A-Za-z0-9\[])"), 3),
@@ -431,9 +415,10 @@ def path_findings(rel: str) -> list[str]:
 def redact(text: str) -> str:
     """``text`` with what looks like a credential masked (its format's prefix kept): ``plots/hf_…(masked).png``."""
     raw = text.encode("utf-8", "surrogateescape")
-    spans = _spans(raw)
-    for part_start, part in _components(raw):
+    spans, part_start = _spans(raw), 0
+    for part in raw.split(b"/"):  # and each component on its own
         spans += [(rule, part_start + start, part_start + end) for rule, start, end in _spans(part)]
+        part_start += len(part) + 1
     if not spans:
         return text
     out, position = b"", 0
@@ -442,11 +427,3 @@ def redact(text: str) -> str:
             out += raw[position:start + rule.shown] + MASK.encode("utf-8")
         position = max(position, end)
     return (out + raw[position:]).decode("utf-8", "replace")
-
-
-def _components(raw: bytes) -> Iterator[tuple[int, bytes]]:
-    """(offset, bytes) of each ``/``-separated component of ``raw``."""
-    offset = 0
-    for part in raw.split(b"/"):
-        yield offset, part
-        offset += len(part) + 1
