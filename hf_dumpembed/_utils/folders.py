@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .atomic import atomic_output, check_separate
+from .atomic import atomic_output, check_separate, current_umask, output_lock
 
 
 def check_output_dir(out_dir: str | Path, overwrite: bool, inputs: Iterable[str | Path | None] = ()) -> Path:
@@ -49,11 +51,6 @@ def staged_file(path: str | Path, overwrite: bool = True) -> Iterator[Path]:
     """Yield a temporary file next to ``path``; on success it replaces ``path`` in one rename (with the user's
     umask), on error it is removed and ``path`` is what it was. One writer at a time (the output lock); with
     ``overwrite=False`` an existing ``path`` is refused (checked under the lock)."""
-    import os
-    import tempfile
-
-    from .atomic import current_umask, output_lock
-
     path = Path(path).expanduser().absolute()
     if path.is_dir():
         raise IsADirectoryError(f"{path} is a folder; give a file path.")

@@ -1,10 +1,9 @@
 """The record of hf_dumpembed's remote code: which bytes of each remote file are ours.
 
 A trusted folder's ``*.py`` files (`hf_dumpembed.model.folder_schema`, the one check of a folder's shape) must be
-exactly the files of one release's set (two files up to the release that moved the prefix cache into its own file,
-three since), each byte-identical to this package's ``hf_dumpembed/remote/`` file of that name as installed now, or
-to a version released in that set, recorded below by sha256, so that folders built by a release keep loading after
-the code changes.
+exactly the files of one release's set, each byte-identical to this package's ``hf_dumpembed/remote/`` file of that
+name as installed now, or to a version released in that set, recorded below by sha256, so that folders built by a
+release keep loading after the code changes.
 """
 
 from __future__ import annotations
@@ -17,13 +16,11 @@ REMOTE_DIR = Path(__file__).resolve().parent.parent / "remote"
 # The remote-code files of the installed version, copied into every folder it saves (the modeling file imports the
 # other two relatively, and transformers copies what it imports).
 REMOTE_FILES = ("configuration_dumpembed.py", "modeling_dumpembed.py", "prefix_cache_dumpembed.py")
-# The remote-code file sets of the releases, and the sha256 of each released version of each file, by set: a trusted
-# folder carries exactly the files of one set, each a version released in that set (or the installed copies, together),
-# so that folders built by a release keep loading after the package's own copy changes, and a folder whose files come
-# from different sets (a modeling file without the prefix cache it imports) is refused.
+# The remote-code file sets of the releases, oldest first: file name -> the sha256 of each version released in that
+# set (a folder whose files come from different sets, a modeling file without the prefix cache it imports, is
+# refused). Each release since the three-file one has a set of its own.
 RELEASED_REMOTE_SETS: tuple[dict[str, frozenset[str]], ...] = (
-    # Two files: the releases of 2026-12-01 and 2026-12-02 (the last two-file version carries truncate_dim and the
-    # prefix cache inside the modeling file).
+    # Two files: the releases of 2026-12-01 and 2026-12-02.
     {
         "configuration_dumpembed.py": frozenset({
             "b72c2864b75175ef0904ed7ad5e7baa37c900a3686233426c424b21dc9615c56",
@@ -37,23 +34,16 @@ RELEASED_REMOTE_SETS: tuple[dict[str, frozenset[str]], ...] = (
             "908911595b18d16258babe2843b198c60e98d16cb0d61b152c074b7edc5c16b3",
         }),
     },
-    # Three files: the decoder prefix cache in its own module. The releases of 2026-12-03 and later; add each later
-    # release's sha256 here.
+    # Three files (the prefix cache in its own module), from the release of 2026-12-03 on.
     {"configuration_dumpembed.py": frozenset({"73189d80d5b0a0ab80e5461f48bd23b74533cfee03031f7adaa9028a0b5168dc"}),
      "modeling_dumpembed.py": frozenset({"2a5a04efbd90f18ef938df283c67a823f6dc51c4d989b4ba33dafdc35299a75f"}),
      "prefix_cache_dumpembed.py": frozenset({"3d008059f593babdec9e1e8978ac45d1332af48ba570baeab4b7b5256f9c35da"})},
-    # The same three files with the closed sets defined once (the any-k methods in the modeling file, the
-    # padding-sensitive pooling modes in the configuration file; the prefix cache unchanged).
     {"configuration_dumpembed.py": frozenset({"078f26e64e520722d293d8f6f27ea6fb6c40e83a429ab9f6136301a56fc04460"}),
      "modeling_dumpembed.py": frozenset({"42fcac6c9b12002efe68c0be3dab66d1a20030c84bfdf5b7b6d53e38a4b54e14"}),
      "prefix_cache_dumpembed.py": frozenset({"3d008059f593babdec9e1e8978ac45d1332af48ba570baeab4b7b5256f9c35da"})},
-    # The same three files as a model and a config: the config validated by its annotations (a strict dataclass) and
-    # the transformers floor by require_version; no file read at load (the config/tokenizer check is the commands');
-    # no copied method list; the prefix cache as one class.
     {"configuration_dumpembed.py": frozenset({"9b727b65cd2ff1ad066176cf47d951d70c79d63c9d6c267c17d49ccde5234ecc"}),
      "modeling_dumpembed.py": frozenset({"70f274e768a6e99d667091d12d4b241551ec0f5904b0d197da69f2e6df6ea408"}),
      "prefix_cache_dumpembed.py": frozenset({"1d5caf2991e01fad68990abfefbe8e15b60240ca988f8ce356855a12d812221c"})},
-    # The same three files reading projection_info's method record under "params" (flat records read too).
     {"configuration_dumpembed.py": frozenset({"6534a0f05fb7cc46efb754a563a1d58d5d051a6ad57fd9340d63b5f918d6aadd"}),
      "modeling_dumpembed.py": frozenset({"f4fb8de2d1c70a9776d18d2e8c685b9a759eb71b3bbc0e6cdf7001bef3575dd1"}),
      "prefix_cache_dumpembed.py": frozenset({"1d5caf2991e01fad68990abfefbe8e15b60240ca988f8ce356855a12d812221c"})},
