@@ -160,11 +160,11 @@ def _locked(out_dir: Path) -> Iterator[Path]:
     try:
         lock.acquire()
     except Timeout:
-        _remove_empty(created)
+        remove_empty(created)
         raise OutputBusy(f"{out_dir} is being written by another run ({_holder(lock)}); wait for it to finish or "
                          "choose another output folder.") from None
     except BaseException:
-        _remove_empty(created)
+        remove_empty(created)
         raise
     try:
         yield path
@@ -172,11 +172,12 @@ def _locked(out_dir: Path) -> Iterator[Path]:
         if lock.lock_counter == 1 and isinstance(lock, UnixFileLock):
             path.unlink(missing_ok=True)  # while held: a run that opened it meanwhile finds it unlinked, not taken
         lock.release()
-        _remove_empty(created)
+        remove_empty(created)
 
 
-def _remove_empty(folders: list[Path]) -> None:
-    for folder in folders:  # innermost first
+def remove_empty(folders: list[Path]) -> None:
+    """Remove ``folders`` (innermost first) up to the first that is not empty."""
+    for folder in folders:
         try:
             folder.rmdir()
         except OSError:

@@ -1,6 +1,6 @@
 """Push a checked model folder to the Hugging Face Hub: create the repo (and branch), commit exactly the staged files.
 
-Order of work: token, then every check of `checks.check_folder` (fresh-process load included) and the staging of
+Order of work: token, then every check of `push_checks.check_folder` (fresh-process load included) and the staging of
 the files, and only then the first network request. The token is never printed or written anywhere.
 """
 
@@ -13,6 +13,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._utils.atomic import remove_empty
 from .._utils.hashing import sha256_file
 from .push_checks import FolderReport, PublishRefused, check_folder
 from .staging import stage_for_repo
@@ -54,14 +55,14 @@ class PushResult:
         return "\n".join(lines)
 
 
-def describe_staging(staging: Path, files: list[str]) -> list[StagedFile]:
-    return [StagedFile(name, (staging / name).stat().st_size, sha256_file(staging / name)) for name in files]
-
-
 def resolve_token() -> str:
-    """The token from HF_TOKEN or the saved login (``hf auth login``); a clear error when there is none."""
-    from huggingface_hub import get_token
+    """The token from HF_TOKEN or the saved login (``hf auth login``); a clear error when there is none or the Hub is
+    offline (HF_HUB_OFFLINE)."""
+    from huggingface_hub import constants, get_token
 
+    if constants.is_offline_mode():
+        raise ValueError("HF_HUB_OFFLINE is set, so nothing can be uploaded; unset it (and TRANSFORMERS_OFFLINE) "
+                         "to push, or use --dry-run to stage and list the files.")
     token = get_token()
     if not token:
         raise ValueError(
@@ -69,14 +70,6 @@ def resolve_token() -> str:
             "log in once with `hf auth login`. (--dry-run needs no token.)"
         )
     return token
-
-
-def check_online() -> None:
-    from huggingface_hub import constants
-
-    if constants.is_offline_mode():
-        raise ValueError("HF_HUB_OFFLINE is set, so nothing can be uploaded; unset it (and TRANSFORMERS_OFFLINE) "
-                         "to push, or use --dry-run to stage and list the files.")
 
 
 def check_repo_id(repo_id: str, what: str = "REPO_ID") -> str:
@@ -111,8 +104,9 @@ def validate_target(repo_id: str, branch: str | None) -> None:
         raise ValueError(f"--branch {branch!r} is not a valid branch name.")
 
 
-def check_stage_dir(staging: Path, folder: Path) -> None:
-    """Refuse a ``--stage-dir`` that is, lies inside or contains the model folder (push never writes into it)."""
+def make_stage_dir(staging: Path, folder: Path) -> tuple[Path, list[Path]]:
+    """Check and create the ``--stage-dir``: empty or new, and neither inside nor around the model folder (which push
+    never modifies); returns it and the folders created, innermost first."""
     stage, model = staging.expanduser().resolve(), folder.expanduser().resolve()
     if stage == model or model in stage.parents:
         raise ValueError(f"--stage-dir {staging} is inside the model folder {folder} (or is it), which push never "
@@ -120,11 +114,6 @@ def check_stage_dir(staging: Path, folder: Path) -> None:
     if stage in model.parents:
         raise ValueError(f"--stage-dir {staging} contains the model folder {folder}: choose an empty staging folder "
                          "elsewhere.")
-
-
-def make_stage_dir(staging: Path, folder: Path) -> tuple[Path, list[Path]]:
-    """Check and create the ``--stage-dir`` (empty or new); returns it and the folders created, innermost first."""
-    check_stage_dir(staging, folder)  # never inside the folder push leaves as it is
     if staging.exists() and not staging.is_dir():
         raise FileExistsError(f"--stage-dir {staging} is a file; give an empty or new folder.")
     if staging.exists() and any(staging.iterdir()):
@@ -140,11 +129,7 @@ def undo_stage_dir(staging: Path, created: list[Path]) -> None:
     again (it was empty before)."""
     if created:
         shutil.rmtree(staging, ignore_errors=True)
-        for parent in created[1:]:
-            try:
-                parent.rmdir()
-            except OSError:
-                break
+        remove_empty(created[1:])
         return
     for item in staging.iterdir():
         if item.is_dir() and not item.is_symlink():
@@ -169,7 +154,7 @@ def checked_copy(folder: Path, copy: Path, staging: Path, repo_id: str, *, sourc
     report, files = check_folder(copy, source=source, staging=staging, repo_id=repo_id, link_weights=link_weights,
                                  trust_remote_code=trust_remote_code)
     report.folder = folder
-    report.passed.insert(0, card.describe())
+    report.passed.insert(0, card)
     if not report.ok:
         raise PublishRefused(report)
     return report, files
@@ -217,7 +202,6 @@ def push_folder(
     validate_target(repo_id, branch)
     token = None
     if not dry_run:
-        check_online()
         token = resolve_token()  # before the (slow) checks: fail fast
     created: list[Path] = []  # the --stage-dir folders this push made (innermost first): removed when it fails
     if staging_dir is not None:
@@ -231,8 +215,8 @@ def push_folder(
                                      source=source, results_dir=results_dir, results_model=results_model,
                                      link_weights=staging_dir is None and not dry_run,  # a kept staging gets copies
                                      trust_remote_code=trust_remote_code)
-        result = PushResult(repo_id=repo_id, branch=branch or "main", files=describe_staging(staging, files),
-                            report=report, staging_dir=staging)
+        staged = [StagedFile(name, (staging / name).stat().st_size, sha256_file(staging / name)) for name in files]
+        result = PushResult(repo_id=repo_id, branch=branch or "main", files=staged, report=report, staging_dir=staging)
         if dry_run:
             keep_staging = True  # the user inspects exactly what would be uploaded
             return result

@@ -41,7 +41,7 @@ from .staging_safety import (
     stage_verified,
     training_file_problem,
 )
-from .weights import weights_problems
+from .weights import read_json, weights_problems
 
 # Weight and data formats that unpickle or are not safetensors: never published, even with --trust-remote-code.
 FORBIDDEN_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".h5", ".msgpack", ".npy", ".npz", ".joblib")
@@ -87,13 +87,6 @@ class PublishRefused(ValueError):
         self.report = report
 
 
-def _read_json(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return {}
-
-
 def folder_kind(folder: Path) -> FolderKind:
     """DUMPEMBED when config.json says model_type dumpembed, STOCK for a sentence-transformers pipeline."""
     if not (folder / "config.json").exists():
@@ -107,12 +100,6 @@ def folder_kind(folder: Path) -> FolderKind:
     return shape
 
 
-def list_files(folder: Path) -> list[str]:
-    """The regular files under ``folder`` as POSIX paths relative to it (links and special files are not listed:
-    `static_checks` refuses them)."""
-    return sorted(scan_folder(folder).files)
-
-
 def static_checks(folder: Path, report: FolderReport, repo_id: str | None = None,
                   trust_remote_code: bool = False) -> list[str]:
     """File-level checks; returns the files that would be uploaded. Code that is not hf_dumpembed's own remote code
@@ -123,13 +110,12 @@ def static_checks(folder: Path, report: FolderReport, repo_id: str | None = None
     private = tuple(private_prefixes(folder))
     content = [problem for rel in files if (problem := training_file_problem(rel) or
                                             check_file(folder, rel, scan.files[rel], private)) is not None]
-    if content:
-        report.problems += content
+    report.problems += content
     if not scan.problems and not content:
         report.passed.append(f"every file is a regular file inside the folder, its content matches its type, and "
                              f"nothing looks like a credential ({len(files)} files)")
     report.verified = dict(scan.files)
-    config = _read_json(folder / "config.json")
+    config = read_json(folder / "config.json") or {}
     _check_weights(folder, files, report)
     _check_shape(folder, files, config, report, trust_remote_code)
 
@@ -167,7 +153,7 @@ def _check_weights(folder: Path, files: list[str], report: FolderReport) -> None
         report.problems.append("no *.safetensors weights at the top of the folder")
     index = folder / "model.safetensors.index.json"
     if index.exists():
-        shards = set(_read_json(index).get("weight_map", {}).values())
+        shards = set((read_json(index) or {}).get("weight_map", {}).values())
         missing = sorted(s for s in shards if not (folder / s).exists())
         if missing:
             report.problems.append(f"model.safetensors.index.json names missing shards: {', '.join(missing)}")
@@ -220,29 +206,11 @@ def _card_problem(card: Path, repo_id: str | None = None) -> str | None:
         return "README.md has no YAML front matter (re-render it with `hf-dumpembed card`)"
     if meta.get("pipeline_tag") != "sentence-similarity":
         return "README.md front matter lacks pipeline_tag: sentence-similarity (re-render it with `hf-dumpembed card`)"
-    text = card.read_text()
-    loads = card_model_id(text)
+    loads = card_model_id(card.read_text())
     if repo_id is not None and loads is not None and loads != repo_id:
         return (f"the card's usage snippets load {loads!r}, not {repo_id!r}: re-render it with `hf-dumpembed card "
                 f"MODEL --model-id {repo_id}` (plus --results DIR if it shows an evaluation table)")
     return None
-
-
-def stage_files(folder: Path, files: list[str], staging: Path, verified: dict[str, Identity] | None = None,
-                link_weights: bool = False) -> Path:
-    """Copy ``files`` (relative to ``folder``) into ``staging``: exactly what would be uploaded, and only files
-    that are still the regular files the checks verified (``verified``; scanned now when None).
-
-    With ``link_weights`` (a temporary staging folder, deleted after the upload) weights are hard-linked when the
-    filesystem allows it (no second copy of gigabytes); a kept staging folder gets copies, so the model folder
-    never shares an inode with it. Editing the staging folder never changes the model folder.
-    """
-    verified = scan_folder(folder).files if verified is None else verified
-    missing = sorted(set(files) - set(verified))
-    if missing:
-        raise OSError(f"not staged: {', '.join(missing)} (not a verified regular file inside {folder})")
-    stage_verified(folder, {name: verified[name] for name in files}, staging, link_weights)
-    return staging
 
 
 _LOAD_SCRIPT = textwrap.dedent(
@@ -357,8 +325,8 @@ def check_folder(folder: str | Path, source: str | Path | None = None, tolerance
         return report, files
     how = "trust_remote_code=True" if report.kind is FolderKind.DUMPEMBED else "trust_remote_code=False"
     with tempfile.TemporaryDirectory(prefix="hf-dumpembed-stage-") as scratch:
-        target = stage_files(folder, files, staging if staging is not None else Path(scratch), report.verified,
-                             link_weights=staging is None if link_weights is None else link_weights)
+        target = staging if staging is not None else Path(scratch)
+        stage_verified(folder, report.verified, target, staging is None if link_weights is None else link_weights)
         loads = [(target, report.kind is FolderKind.DUMPEMBED)]
         if source is not None:
             loads.insert(0, (Path(source), True))

@@ -1,6 +1,6 @@
 """Stage a copy of a model folder for upload, with its model card rendered for the target repo id.
 
-The source folder is never modified: weights are hard-linked (or copied), every other file is copied, and the card
+The source folder is never modified: every file is copied (a PNG with its image chunks only), and the card
 (README.md) is (re-)rendered in the copy when it is missing or its snippets load another id than the repo pushed to.
 A card that already loads the repo id is kept byte for byte (it may pin a revision or show an evaluation table).
 """
@@ -8,23 +8,12 @@ A card that already loads the repo id is kept byte for byte (it may pin a revisi
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
-from .push_checks import FolderKind, card_model_id, folder_kind, list_files, stage_files
+from .push_checks import FolderKind, card_model_id, folder_kind
+from .staging_safety import scan_folder, stage_verified
 
 EVALUATION_HEADING = re.compile(r"^## Evaluation\s*$", re.MULTILINE)
-
-
-@dataclass(frozen=True)
-class StagedCard:
-    """What happened to the card in the staged copy: ``kept`` or ``rendered`` (with the reason)."""
-
-    action: str
-    reason: str
-
-    def describe(self) -> str:
-        return f"model card {self.action} for the target repo ({self.reason})"
 
 
 def card_needs_rendering(folder: Path, repo_id: str) -> str | None:
@@ -39,8 +28,9 @@ def card_needs_rendering(folder: Path, repo_id: str) -> str | None:
 
 
 def stage_for_repo(folder: str | Path, staging: Path, repo_id: str, source: str | Path | None = None,
-                   results_dir: str | Path | None = None, results_model: str | None = None) -> StagedCard:
-    """Copy every file of ``folder`` into ``staging`` and render the card there for ``repo_id`` when needed.
+                   results_dir: str | Path | None = None, results_model: str | None = None) -> str:
+    """Copy every file of ``folder`` into ``staging`` and render the card there for ``repo_id`` when needed; returns
+    the report line saying whether the card was kept or rendered, and why.
 
     ``source`` is the DumpEmbed folder of a stock export (its card is rendered from it); ``results_dir`` holds the
     mteb results for the card's evaluation table (``results_model`` picks the model there; by default the one
@@ -49,10 +39,10 @@ def stage_for_repo(folder: str | Path, staging: Path, repo_id: str, source: str 
     ``results_dir``) or a stock export has no ``source``.
     """
     folder = Path(folder)
-    stage_files(folder, list_files(folder), staging)
+    stage_verified(folder, scan_folder(folder).files, staging, link_weights=False)  # its links: refused by the caller
     reason = card_needs_rendering(staging, repo_id)
     if reason is None:
-        return StagedCard("kept", f"it already loads {repo_id}")
+        return f"model card kept for the target repo (it already loads {repo_id})"
     old = staging / "README.md"
     if results_dir is None and old.exists() and EVALUATION_HEADING.search(old.read_text()):
         raise ValueError(f"the card of {folder} shows an evaluation table, and rendering it for {repo_id} needs the "
@@ -66,6 +56,6 @@ def stage_for_repo(folder: str | Path, staging: Path, repo_id: str, source: str 
     evaluation = None
     if results_dir is not None:
         evaluation = card_evaluation(results_dir, staging, repo_id, results_model)
-    old.unlink(missing_ok=True)  # a copy, never the source folder's file (see stage_files)
+    old.unlink(missing_ok=True)  # a copy, never the source folder's file (see stage_verified)
     write_card(staging, model_id=repo_id, evaluation=evaluation, source=source)
-    return StagedCard("rendered", reason)
+    return f"model card rendered for the target repo ({reason})"

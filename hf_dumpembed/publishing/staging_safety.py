@@ -6,12 +6,10 @@ is then checked by content, not by name: ``*.safetensors`` by safetensors' own r
 dtypes, shapes and offsets that cover the data exactly) and two rules of its own, JSON and YAML by parsing, PNG by its
 signature and chunks (lengths, CRCs, IHDR first, IDAT, IEND), text files as UTF-8, and nothing may look like a
 pickle or a zip archive. ``training/`` holds only the side files the trainer writes (by name and content type).
-Every file (and each safetensors header's metadata) is scanned for credentials by detect-secrets (its credential
-detectors, plus Hugging Face tokens and unquoted keyword assignments in Markdown/text, see ``secret_plugins.py``),
-and the raw bytes of every file (tensor data, PNG chunks, any binary; as ASCII and as UTF-16; in a PNG also its
-inflated and base64-decoded payloads) and every relative path by the byte scan (``secret_bytes.py``); the report
-names the file and the line or byte offset and the kind of secret, never the secret, and a name holding one is
-shown masked.
+Every file (and each safetensors header's metadata) is scanned for credentials by detect-secrets (plus the plugins
+of ``secret_plugins.py``), and the raw bytes of every file and every relative path by the byte scan
+(``secret_bytes.py``); the report names the file and the line or byte offset and the kind of secret, never the
+secret, and a name holding one is shown masked.
 
 Files are opened relative to the folder with ``O_NOFOLLOW`` on every path component, and staging re-checks that
 the file is still the one that was verified (same device, inode, size and modification time). A PNG is staged
@@ -175,12 +173,6 @@ def safetensors_problem(handle, size: int) -> str | None:
     return None
 
 
-def _detector_settings() -> dict:
-    plugins_file = Path(__file__).with_name("secret_plugins.py").resolve().as_uri()
-    return {"plugins_used": [{"name": name} for name in SECRET_DETECTORS]
-            + [{"name": name, "path": plugins_file} for name in OWN_DETECTORS]}
-
-
 def find_secrets(rel: str, data: bytes) -> list[tuple[str, int]]:
     """(kind, line number) of each credential detect-secrets finds in the bytes of ``rel`` (scanned under its own
     file name, so that its rules for that file type apply)."""
@@ -188,9 +180,12 @@ def find_secrets(rel: str, data: bytes) -> list[tuple[str, int]]:
     from detect_secrets.settings import transient_settings
 
     name = rel.rsplit("/", 1)[-1]
+    plugins_file = Path(__file__).with_name("secret_plugins.py").resolve().as_uri()
+    settings = {"plugins_used": [{"name": detector} for detector in SECRET_DETECTORS]
+                + [{"name": detector, "path": plugins_file} for detector in OWN_DETECTORS]}
     with tempfile.TemporaryDirectory(prefix="hf-dumpembed-scan-") as scratch:
         (Path(scratch) / name).write_text(data.decode("utf-8", "replace"), encoding="utf-8")
-        with transient_settings(_detector_settings()):
+        with transient_settings(settings):
             collection = SecretsCollection(root=scratch)
             collection.scan_file(name)
         found = {(secret.type, secret.line_number) for file in collection.files for secret in collection[file]}
@@ -213,14 +208,6 @@ def secrets_problem(rel: str, data: bytes, where: str = "", scan_name: str | Non
 
 def _listing(items: list[str], most: int = 10) -> str:
     return ", ".join(items[:most]) + (" …" if len(items) > most else "")
-
-
-def bytes_problem(rel: str, found: list[ByteFinding], hint: str = "") -> str | None:
-    """The report line naming each credential the byte scan found in ``rel`` by byte offset and kind, or None."""
-    if not found:
-        return None
-    return (f"{rel} contains what looks like a credential in its raw bytes ({_listing([f.describe() for f in found])})"
-            f": never publish credentials; {hint or 'remove it from the file;'} the byte scan found it")
 
 
 def path_problem(rel: str) -> str | None:
@@ -265,7 +252,7 @@ def content_problem(rel: str, data: bytes, private: tuple[str, ...] = ()) -> str
             return f"{rel} is named .png but is not a PNG image"
         problem = png_problem(data)
         return None if problem is None else f"{rel} is not a well-formed PNG image ({problem}): save the plot again"
-    if not name.endswith(TEXT_SUFFIXES) and name != ".gitattributes":
+    if not name.endswith(TEXT_SUFFIXES):
         return None  # binary tokenizer models (tokenizer.model, spiece.model): scanned for secrets and magic only
     try:
         text = data.decode("utf-8")
@@ -339,10 +326,12 @@ def safetensors_file_problems(rel: str, handle: BinaryIO, size: int) -> list[str
     handle.seek(0)
     found = [ByteFinding(f.kind, f.offset, f.where + tensor_at(header, data_start, f.offset))
              for f in scan_stream(handle, size)]
+    in_bytes = None if not found else (
+        f"{rel} contains what looks like a credential in its raw bytes ({_listing([f.describe() for f in found])}): "
+        "never publish credentials; save the weights again from a clean model (a tensor's bytes can hold any text as "
+        "finite numbers); the byte scan found it")
     return [secrets_problem(rel, lines.encode("utf-8"), where="'s header metadata (one key: value a line)",
-                            scan_name="metadata.yaml"),
-            bytes_problem(rel, found, "save the weights again from a clean model (a tensor's bytes can hold any "
-                                      "text as finite numbers);")]
+                            scan_name="metadata.yaml"), in_bytes]
 
 
 def tensor_at(header: dict, data_start: int, offset: int) -> str:
@@ -364,7 +353,8 @@ def tensor_at(header: dict, data_start: int, offset: int) -> str:
 
 def stage_verified(folder: Path, files: dict[str, Identity], staging: Path, link_weights: bool) -> None:
     """Copy exactly the verified ``files`` into ``staging``, each PNG with its image chunks only (`stripped_png`);
-    hard-link safetensors when ``link_weights`` (a temporary staging folder) and the filesystem allows. Refuses
+    hard-link safetensors when ``link_weights`` (a temporary staging folder, deleted after the upload) and the
+    filesystem allows (a kept staging folder gets copies: it never shares an inode with the model folder). Refuses
     (OSError) a file that is no longer the one that was verified."""
     root = folder.resolve()
     for rel, identity in files.items():

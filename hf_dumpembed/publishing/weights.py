@@ -12,10 +12,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-DENSE_SUFFIX = ".Dense"
 
-
-def _json(path: Path) -> object:
+def read_json(path: Path) -> object:
+    """The JSON value in ``path``; None when it cannot be read as JSON."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
@@ -46,7 +45,7 @@ def backbone_shapes(folder: Path, dumpembed: bool) -> dict[str, tuple[int, ...]]
 
 def top_level_weight_files(folder: Path) -> list[str]:
     """The top-level safetensors files transformers loads: the index's shards, else ``model.safetensors``."""
-    index = _json(folder / "model.safetensors.index.json")
+    index = read_json(folder / "model.safetensors.index.json")
     if isinstance(index, dict) and isinstance(index.get("weight_map"), dict):
         return sorted({str(shard) for shard in index["weight_map"].values()})
     return ["model.safetensors"]
@@ -54,7 +53,7 @@ def top_level_weight_files(folder: Path) -> list[str]:
 
 def dense_shapes(module_dir: Path) -> dict[str, tuple[int, ...]]:
     """The tensors of a sentence-transformers ``Dense`` module, from its config.json."""
-    config = _json(module_dir / "config.json")
+    config = read_json(module_dir / "config.json")
     if not isinstance(config, dict):
         return {}
     inputs, outputs = int(config.get("in_features", 0)), int(config.get("out_features", 0))
@@ -68,9 +67,9 @@ def expected_weights(folder: Path, dumpembed: bool) -> dict[str, dict[str, tuple
     """Weight file (relative path) -> the tensors it may hold; the whole set the model loads, shards pooled."""
     shapes = backbone_shapes(folder, dumpembed)
     expected = {name: shapes for name in top_level_weight_files(folder)}
-    modules = _json(folder / "modules.json") if not dumpembed else None
+    modules = read_json(folder / "modules.json") if not dumpembed else None
     for module in modules if isinstance(modules, list) else []:
-        if isinstance(module, dict) and module.get("path") and str(module.get("type", "")).endswith(DENSE_SUFFIX):
+        if isinstance(module, dict) and module.get("path") and str(module.get("type", "")).endswith(".Dense"):
             expected[f"{module['path']}/model.safetensors"] = dense_shapes(folder / module["path"])
     return expected
 

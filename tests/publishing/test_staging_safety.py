@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from hf_dumpembed.publishing.hub import push_folder
-from hf_dumpembed.publishing.push_checks import FolderKind, FolderReport, PublishRefused, stage_files, static_checks
-from hf_dumpembed.publishing.staging_safety import content_problem, safetensors_problem, scan_folder
+from hf_dumpembed.publishing.push_checks import FolderKind, FolderReport, PublishRefused, static_checks
+from hf_dumpembed.publishing.staging_safety import content_problem, safetensors_problem, scan_folder, stage_verified
 from tests.support.card_fixtures import add_training_metadata, copy_model
 
 HF_TOKEN_LIKE = "hf_" + "aB3dE5gH7jK9mN1pQ3sT5vX7zA9cE1gI3k"
@@ -226,13 +226,13 @@ def test_staging_refuses_a_file_swapped_after_the_check(folder, tmp_path):
     (folder / "training" / "config.yaml").symlink_to(tmp_path / "elsewhere")
     (tmp_path / "elsewhere").write_text("swapped in after the check\n")
     with pytest.raises(OSError):
-        stage_files(folder, sorted(verified), tmp_path / "stage", verified)
+        stage_verified(folder, verified, tmp_path / "stage", link_weights=False)
     assert not (tmp_path / "stage" / "training" / "config.yaml").exists()
 
 
 def test_a_kept_staging_folder_shares_no_inode_with_the_model(folder, tmp_path):
     verified = scan_folder(folder).files
-    stage_files(folder, sorted(verified), tmp_path / "stage", verified, link_weights=False)
+    stage_verified(folder, verified, tmp_path / "stage", link_weights=False)
     assert (folder / "model.safetensors").stat().st_nlink == 1
     assert scan_folder(folder).problems == []
 
