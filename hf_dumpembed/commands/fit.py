@@ -8,7 +8,7 @@ import textwrap
 from typing import TYPE_CHECKING, Any
 
 from .._utils.checked import strip_annotation
-from ..projections.registry import METHODS, method_names
+from ..projections.registry import METHODS
 from ..remote.configuration_dumpembed import PROMPT_MODES
 from . import add_trust_flag
 from .arguments import finite_float
@@ -130,7 +130,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("model", help="a DumpEmbed model folder (never modified)")
     parser.add_argument("out", help="the new model folder (must not exist or be empty, unless --overwrite)")
-    parser.add_argument("--method", required=True, choices=list(method_names()),
+    parser.add_argument("--method", required=True, choices=list(METHODS),
                         help="projection method (see above)")
     parser.add_argument("--dim", type=int, default=None, metavar="K",
                         help="output dimension k (EmbedFilter: band width m); required except for embedfilter")

@@ -15,7 +15,8 @@ from .maths.statistics import StreamingStats, as_float_array
 logger = logging.getLogger(__name__)
 
 
-def _rank_and_world() -> tuple[int, int]:
+def rank_and_world() -> tuple[int, int]:
+    """This process's rank and the world size under ``torch.distributed``; (0, 1) outside it."""
     import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized():
@@ -38,23 +39,16 @@ def iter_pooled(model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, text
             yield pooled
 
 
-def encode_stats(model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, texts: list[str],
-                 batch_size: int = 32, progress: bool = True) -> StreamingStats:
-    """n, Σx, Σxxᵀ of the model's pooled embeddings of ``texts``.
-
-    Under ``torch.distributed`` (e.g. torchrun) each rank encodes every world-th text and the statistics are
-    all-reduced, so every rank returns those of the whole corpus.
-    """
-    return encode_corpus(model, tokenizer, texts, batch_size, progress)[0]
-
-
 def encode_corpus(model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, texts: list[str],
                   batch_size: int = 32, progress: bool = True,
                   keep: np.ndarray | None = None) -> tuple[StreamingStats, np.ndarray | None]:
-    """`encode_stats`, also returning the pooled vectors of the texts at indices ``keep`` (rows in ``keep``
-    order; None when ``keep`` is None), taken from the same pass. Under ``torch.distributed`` every rank
-    returns all of them."""
-    rank, world = _rank_and_world()
+    """n, Σx, Σxxᵀ of the model's pooled embeddings of ``texts``, and the pooled vectors of the texts at indices
+    ``keep`` (rows in ``keep`` order; None when ``keep`` is None), from the same pass.
+
+    Under ``torch.distributed`` (e.g. torchrun) each rank encodes every world-th text; the statistics are
+    all-reduced and the kept vectors gathered, so every rank returns those of the whole corpus.
+    """
+    rank, world = rank_and_world()
     shard = texts[rank::world]
     stats = StreamingStats(model.config.embedding_size)
     wanted = {} if keep is None else {int(i) // world: int(i) for i in keep if int(i) % world == rank}

@@ -23,18 +23,17 @@ from .._utils.folders import check_output_dir
 from ..model.dumpembed_folder import require_dumpembed_folder
 from ..model.folder_schema import folder_code_may_run
 from ..model.projection_record import ProjectionInfo
-from ..model.prompting import PROMPT_TEMPLATES, PromptMode, prompt_mode, set_prompt_mode  # noqa: F401 - re-exported
+from ..model.prompting import set_prompt_mode
 from ..model.quantization import CALIBRATION_FILE, Calibration
 from ..remote import DumpEmbedModel
 from ..remote.modeling_dumpembed import DumpProjection, check_finite
 from .corpus import Corpus, read_corpus, with_folder_path
-from .encode import encode_corpus, encode_texts
+from .encode import encode_corpus, encode_texts, rank_and_world
 from .maths.pseudo_queries import PseudoQueries, build_pseudo_queries, check_pseudo_queries
 from .methods.base import FitContext, FittedProjection, PseudoSet
 from .options import FitOptions
 from .quantization_ranges import calibrate, calibration_sample, pseudo_query_frontier
-from .writer import provenance
-from .writer import write_folder as _write_folder
+from .writer import provenance, write_folder
 
 logger = logging.getLogger(__name__)
 
@@ -83,13 +82,11 @@ def fit_projections(model_dir: str | Path, targets: Mapping[str | Path, FitOptio
     """Fit several projections of one model into their own folders, encoding ``corpus`` once for all of them
     (e.g. SpecTemp and PCA at the same k: the same spectrum, two maps). Returns the folders in ``targets`` order.
     The folder's code must be hf_dumpembed's own (it is copied into every output) unless ``trust_remote_code``."""
-    import torch.distributed as dist
-
     model_dir = require_dumpembed_folder(model_dir)
     folder_code_may_run(model_dir, trust_remote_code)
     items = [(Path(out), options) for out, options in targets.items()]
     check_fit_dependencies([options for _, options in items])  # before any lock, read or encoding pass
-    writer = not (dist.is_available() and dist.is_initialized() and dist.get_rank() != 0)
+    writer = rank_and_world()[0] == 0
     with ExitStack() as locks:
         if writer:  # one writer per output, from the start: a second run fails now, not after encoding
             for out_dir, _ in items:
@@ -133,8 +130,6 @@ def _encode_pass(model: DumpEmbedModel, tokenizer: PreTrainedTokenizerBase, text
 
 def _fit_locked(model_dir: Path, items: list[tuple[Path, FitOptions]], corpus: str | Path | None,
                 overwrite: bool) -> list[Path]:
-    import torch.distributed as dist
-
     _check_targets(model_dir, items, corpus, overwrite)
     first = items[0][1]
     texts: Corpus | None = None
@@ -151,7 +146,7 @@ def _fit_locked(model_dir: Path, items: list[tuple[Path, FitOptions]], corpus: s
     written = []
     for out_dir, options in items:
         fitted = options.method_class.fit(context, options)
-        if dist.is_available() and dist.is_initialized() and dist.get_rank() != 0:
+        if rank_and_world()[0] != 0:
             written.append(out_dir)  # one rank writes
             continue
         info = provenance(fitted, options, model, model_dir, texts if options.needs_corpus else None)
@@ -164,7 +159,7 @@ def _fit_locked(model_dir: Path, items: list[tuple[Path, FitOptions]], corpus: s
         if calibration_vectors is not None and len(calibration_vectors) >= 2:
             calibration = _calibration(model, fitted, info, calibration_vectors, texts, first.seed,
                                        context.pseudo if options.uses_pseudo_queries else None)
-        written.append(_write_folder(model, model_dir, out_dir, fitted, info, options, overwrite, calibration))
+        written.append(write_folder(model, model_dir, out_dir, fitted, info, options, overwrite, calibration))
     return written
 
 

@@ -4,11 +4,9 @@ At each output dimension k the folder advertises, the corpus texts' final vector
 through the projection recomposed for k (as ``from_pretrained(..., projection_dim=k)`` recomposes it) and the L2
 normalisation — give per dimension the int8 range and the binary threshold.
 
-Which statistics: `benchmarks.py quant-frontier` (BENCHMARKS.md, "Quantized outputs") measured them
-on held-out text in 15 (method, k) settings (the figures are there). The int8 range is the per-dimension min/max
-(sentence-transformers' own rule; clipping at low percentiles was level or lower). The binary threshold is 0, the
-sign (the per-dimension median was lower). The thresholds are stored all the same, so the file's form does not
-depend on that choice.
+The int8 range is the per-dimension min/max (sentence-transformers' own rule) and the binary threshold is 0, the
+sign: the choices `benchmarks.py quant-frontier` measured best (BENCHMARKS.md, "Quantized outputs"). The thresholds
+are stored all the same, so the file's form does not depend on that choice.
 """
 
 from __future__ import annotations
@@ -80,7 +78,6 @@ def calibrate(projection: DumpProjection, pooled: np.ndarray, dims: list[int], n
 
 
 RESCORE_TOP = 100
-FRONTIER_PRECISIONS = ("float32", "int8", "binary", "binary + rescore")
 
 
 def dequantize_int8(codes: np.ndarray, ranges: np.ndarray) -> np.ndarray:

@@ -29,14 +29,10 @@ def _discover() -> dict[str, type[ProjectionMethod]]:
 METHODS: dict[str, type[ProjectionMethod]] = _discover()
 
 
-def method_names() -> tuple[str, ...]:
-    return tuple(METHODS)
-
-
 def projection_method(name: object) -> type[ProjectionMethod]:
     """The method called ``name``; ValueError listing the methods when there is none."""
     if not isinstance(name, str) or name not in METHODS:
-        raise ValueError(f"method must be one of {method_names()}; got {name!r}.")
+        raise ValueError(f"method must be one of {tuple(METHODS)}; got {name!r}.")
     return METHODS[name]
 
 

@@ -130,7 +130,7 @@ def test_embedfilter_refusals() -> None:
     w[1, 1] = np.nan
     with pytest.raises(ValueError, match="contains NaN or inf"):
         gram_basis(w)
-    assert np.array_equal(band_basis._fix_signs(np.array([[0.0, -2.0], [0.0, 1.0]])), np.array([[0.0, 2.0],
+    assert np.array_equal(band_basis.fix_signs(np.array([[0.0, -2.0], [0.0, 1.0]])), np.array([[0.0, 2.0],
                                                                                                 [0.0, -1.0]]))
 
 

@@ -15,15 +15,11 @@ label-free nDCG@10s:
 Scores are smoothed over neighbouring k (weights 1-2-1) before the argmax, and the reference γ is kept unless
 another candidate beats it by more than ``tolerance`` (and, with ``confidence`` > 0, unless that candidate's
 inverse-cloze gain alone is more than ``confidence`` standard errors; off by default). The argmax gives the route
-(centred, uncentred, prefix) and
-the score's γ; where the reference rule is informative (γ_ref(k) < 1, above the knee) the γ used is shrunk half
-way to the rule's, γ = (1 − w) γ_score + w γ_ref with ``rule_weight`` w = 0.5; where the rule saturates at
-whitening (γ_ref(k) = 1, below the knee) the score's γ is used as it is. Why (BENCHMARKS.md, "SpecTemp auto mode"):
-the centring choice is what the score gets right on every model tried, and so is its γ below the knee, but above
-the knee its γ follows fidelity towards 0 whenever inverse cloze saturates — on a model fine-tuned on the fit
-corpus almost every pseudo-query finds its text at every γ — while the rule's γ alone was too high just above the
-knee on that model. w = 0 is the score alone, w = 1 the rule's γ with the score's route. Between grid points the
-correction γ_auto − γ_ref is interpolated linearly in log k; the route is the nearest grid point's.
+(centred, uncentred, prefix) and the score's γ; where the reference rule is informative (γ_ref(k) < 1, above the
+knee) the γ used is shrunk towards the rule's, γ = (1 − w) γ_score + w γ_ref with ``rule_weight`` w = 0.5, because
+there the score's γ drifts towards 0 whenever inverse cloze saturates (BENCHMARKS.md, "SpecTemp auto mode"); where
+the rule saturates at whitening (γ_ref(k) = 1, below the knee) the score's γ is used as it is. Between grid points
+the correction γ_auto − γ_ref is interpolated linearly in log k; the route is the nearest grid point's.
 """
 
 from __future__ import annotations
@@ -34,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .pseudo_queries import check_pseudo_queries, paired_ndcg_from_scores
+from .pseudo_queries import check_pseudo_queries, paired_ndcg_from_scores, unit_rows
 from .spectrum import SPECTRAL_EPS, Spectrum, tempered_scale
 
 ORACLE_GRID = tuple(round(0.05 * i, 2) for i in range(21))  # 0, 0.05, ..., 1 (the paper's grid for the oracle γ*)
@@ -47,9 +43,7 @@ ROUTE_CODES = {"centred": 0, "uncentred": 1, "prefix": 2}
 MIN_GRID_K = 8
 DEFAULT_TOLERANCE = 0.0
 # With ``confidence`` c > 0, auto leaves the reference rule at a k only where the candidate's inverse-cloze gain over
-# it is more than c standard errors (paired over the pseudo-queries). Off by default: measured at 1, 2 and 3, it
-# kept the rule at every k on the untrained and the trained default model alike, giving up auto's gains where the
-# rule is worse (BENCHMARKS.md, "SpecTemp auto on today's default").
+# it is more than c paired standard errors. Off by default (BENCHMARKS.md, "SpecTemp auto on today's default").
 DEFAULT_CONFIDENCE = 0.0
 # Weight of the reference rule's γ against the score's where the rule is below 1 (see the module docstring).
 DEFAULT_RULE_WEIGHT = 0.5
@@ -152,14 +146,8 @@ def _smooth(scores: np.ndarray) -> np.ndarray:
     return padded_sum / weights.reshape(-1, *[1] * (scores.ndim - 1))
 
 
-def _unit_tensor(x: np.ndarray) -> torch.Tensor:
-    """Rows scaled to unit length, float32 (rankings only; twice as fast as float64)."""
-    t = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
-    return t / t.norm(dim=1, keepdim=True).clamp_min(1e-12)
-
-
 def _self_excluded_scores(documents: np.ndarray) -> torch.Tensor:
-    d = _unit_tensor(documents)
+    d = unit_rows(documents)
     scores = d @ d.T
     scores.fill_diagonal_(-torch.inf)
     return scores

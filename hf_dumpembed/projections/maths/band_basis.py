@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from .spectrum import check_dim
+from .spectrum import check_dim, descending_eigh, fix_signs
 from .statistics import gram as product
 
 GRAM_CHUNK_ROWS = 16384
@@ -54,10 +54,8 @@ def gram_basis(weight: np.ndarray | torch.Tensor, exclude_rows: Iterable[int] = 
         if not np.isfinite(chunk).all():
             raise ValueError("the unembedding matrix contains NaN or inf.")
         gram += product(chunk)
-    eigenvalues, eigenvectors = np.linalg.eigh((gram + gram.T) / 2)
-    order = np.argsort(eigenvalues)[::-1]
-    singular_values = np.sqrt(np.clip(eigenvalues[order], 0.0, None))
-    return singular_values, _fix_signs(eigenvectors[:, order])
+    eigenvalues, eigenvectors = descending_eigh((gram + gram.T) / 2)
+    return np.sqrt(eigenvalues), eigenvectors
 
 
 def svd_basis(weight: np.ndarray | torch.Tensor, exclude_rows: Iterable[int] = ()) -> tuple[np.ndarray, np.ndarray]:
@@ -66,12 +64,7 @@ def svd_basis(weight: np.ndarray | torch.Tensor, exclude_rows: Iterable[int] = (
     w = weight.detach().cpu().numpy() if isinstance(weight, torch.Tensor) else np.asarray(weight)
     w = np.asarray(w[_rows(w, exclude_rows)], dtype=np.float64)
     _, singular_values, vt = np.linalg.svd(w, full_matrices=False)
-    return singular_values, _fix_signs(vt.T)
-
-
-def _fix_signs(vectors: np.ndarray) -> np.ndarray:
-    signs = np.sign(vectors[np.abs(vectors).argmax(axis=0), np.arange(vectors.shape[1])])
-    return vectors * np.where(signs == 0, 1.0, signs)
+    return singular_values, fix_signs(vt.T)
 
 
 def band_size(d: int, dim: int | None = None, ratio: int | None = None) -> int:

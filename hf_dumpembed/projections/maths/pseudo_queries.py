@@ -93,10 +93,13 @@ def check_pseudo_queries(count: int) -> None:
 def paired_ndcg_at_10(queries: np.ndarray, documents: np.ndarray) -> np.ndarray:
     """Per-query nDCG@10 when row i of ``documents`` is the only relevant document of query i (cosine ranking
     over all rows; ties count against the positive). Equals mteb's nDCG@10 for one relevant document."""
-    q = torch.from_numpy(np.ascontiguousarray(queries, dtype=np.float32))
-    d = torch.from_numpy(np.ascontiguousarray(documents, dtype=np.float32))
-    scores = (q / q.norm(dim=1, keepdim=True).clamp_min(1e-12)) @ (d / d.norm(dim=1, keepdim=True).clamp_min(1e-12)).T
-    return paired_ndcg_from_scores(scores).numpy()
+    return paired_ndcg_from_scores(unit_rows(queries) @ unit_rows(documents).T).numpy()
+
+
+def unit_rows(x: np.ndarray) -> torch.Tensor:
+    """Rows scaled to unit length, float32 (rankings only; twice as fast as float64)."""
+    t = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
+    return t / t.norm(dim=1, keepdim=True).clamp_min(1e-12)
 
 
 def paired_ndcg_from_scores(scores: torch.Tensor) -> torch.Tensor:

@@ -62,6 +62,20 @@ def numerical_rank(eigenvalues: np.ndarray, count: int | None = None) -> int:
     return rank
 
 
+def descending_eigh(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`eigh` of a symmetric matrix sorted by descending eigenvalue, eigenvalues clipped at 0, each eigenvector's
+    sign fixed (its largest-magnitude entry positive)."""
+    eigenvalues, eigenvectors = np.linalg.eigh(matrix)
+    order = np.argsort(eigenvalues)[::-1]
+    return np.clip(eigenvalues[order], 0.0, None), fix_signs(eigenvectors[:, order])
+
+
+def fix_signs(vectors: np.ndarray) -> np.ndarray:
+    """Columns with a deterministic sign: the largest-magnitude entry of each is positive."""
+    signs = np.sign(vectors[np.abs(vectors).argmax(axis=0), np.arange(vectors.shape[1])])
+    return vectors * np.where(signs == 0, 1.0, signs)
+
+
 def eigendecompose(stats: StreamingStats) -> Spectrum:
     """Covariance → `eigh` (float64), sorted descending, eigenvalues clipped at 0; warns when n ≤ d."""
     cov = stats.covariance()
@@ -71,13 +85,7 @@ def eigendecompose(stats: StreamingStats) -> Spectrum:
             "model gives non-finite vectors for some texts (damaged weights, or an overflow in reduced precision). "
             "Check the model with `hf-dumpembed verify`, or fit in float32; no projection was written."
         )
-    eigenvalues, eigenvectors = np.linalg.eigh(cov)
-    order = np.argsort(eigenvalues)[::-1]
-    eigenvalues = np.clip(eigenvalues[order], 0.0, None)
-    eigenvectors = eigenvectors[:, order]
-    # A deterministic sign: the largest-magnitude entry of each eigenvector is positive.
-    signs = np.sign(eigenvectors[np.abs(eigenvectors).argmax(axis=0), np.arange(stats.dim)])
-    eigenvectors = eigenvectors * np.where(signs == 0, 1.0, signs)
+    eigenvalues, eigenvectors = descending_eigh(cov)
     rank = numerical_rank(eigenvalues, stats.count)
     if stats.count <= stats.dim:
         message = (

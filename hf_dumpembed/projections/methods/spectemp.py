@@ -42,8 +42,7 @@ class Mode:
     help: str
 
 
-# Auto mode was ahead of the paper's rule, PCA and truncation at every k measured on held-out text (BENCHMARKS.md,
-# "SpecTemp auto mode"); ``mode="reference"`` keeps the paper's rule.
+# The default is auto mode (BENCHMARKS.md, "SpecTemp auto mode"); ``mode="reference"`` keeps the paper's rule.
 MODES = (
     Mode("reference", "SpecTemp, reference mode (the paper's rule): PCA with spectral tempering, eigenvalue exponent "
          "γ(k) set from the SNR knee of the spectrum", "the paper's rule"),

@@ -8,7 +8,7 @@ import numpy as np
 from pydantic import Field, StrictFloat
 
 from ..._utils.checked import checked_options
-from ..maths.spectrum import Spectrum, check_dim
+from ..maths.spectrum import check_dim
 from .base import FitContext, FitOptions, FittedProjection, ProjectionMethod, spectral_info, spectral_projection
 
 DEFAULT_GAMMA = 0.5
@@ -35,11 +35,7 @@ class TemperedPCA(ProjectionMethod):
 
     @classmethod
     def fit(cls, context: FitContext, options: FitOptions) -> FittedProjection:
-        return cls.fit_spectrum(context.spectrum, options)
-
-    @classmethod
-    def fit_spectrum(cls, spectrum: Spectrum, options: FitOptions) -> FittedProjection:
-        """The map from a corpus spectrum already computed."""
+        spectrum = context.spectrum
         k = check_dim(options.dim, spectrum.dim)
         projection = spectral_projection(spectrum, np.full(spectrum.dim, cls.exponent(options)), k)
         return FittedProjection(projection, spectral_info(projection, spectrum, k), spectrum=spectrum)
