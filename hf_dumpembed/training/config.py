@@ -26,7 +26,6 @@ from ..remote.configuration_dumpembed import POOLING_MODES
 DATA_FORMATS = ("auto", "jsonl", "hf", "beir", "rlhn", "mldr")
 LOSSES = ("cached_mnrl", "mnrl")
 TRAINING_PRECISIONS = ("auto", "bf16", "fp32")  # training.precision (quantization.PRECISIONS are output precisions)
-EMBEDDED_BACKBONES = {"embedded:encoder": "default_encoder_path", "embedded:decoder": "default_decoder_path"}
 # pydantic checks each YAML section against these dataclasses: unknown keys are refused, scalars are not coerced
 # (an integer is accepted where a number is expected), strings are non-empty, ranges are the fields' own, and an
 # empty section means defaults. Its first complaint becomes one sentence (`hf_dumpembed._utils.checked.complaint`).

@@ -81,8 +81,6 @@ def _hash_files(files: list[Path], root: Path) -> tuple[str, list[dict[str, Any]
 
 def detect_format(path: Path) -> str:
     """``beir`` for a folder with corpus.jsonl, ``hf`` for a ``save_to_disk`` folder, ``jsonl`` for a file."""
-    if not path.exists():
-        raise FileNotFoundError(f"Training data {path} does not exist.")
     if path.is_file():
         return "jsonl"
     if is_beir_folder(path):
@@ -215,9 +213,9 @@ def load_rows(config: DataConfig, mining_model: str | None = None, text_length: 
     """Read one data source into rows ``[anchor, positive, negative_1..n]`` and its report (``text_length``: see
     `mine_negatives`)."""
     path = Path(config.path)
-    fmt = detect_format(path) if config.format == "auto" else config.format
     if not path.exists():
         raise FileNotFoundError(f"Training data {path} does not exist.")
+    fmt = detect_format(path) if config.format == "auto" else config.format
     name = config.name or path.name.removesuffix(".jsonl")
     if fmt == "beir":
         return _beir_rows(config, path, name, mining_model, text_length, cache_dir)
@@ -292,6 +290,7 @@ def mine_negatives(pairs: list[list[str]], corpus: list[str], mining: MiningConf
         logger.info("Hard negatives: reusing %d mined rows from %s", len(rows), cache_file)
         return rows, {**info, "kept_rows": len(rows)}
 
+    import torch
     from datasets import Dataset
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.util import mine_hard_negatives
@@ -301,7 +300,7 @@ def mine_negatives(pairs: list[list[str]], corpus: list[str], mining: MiningConf
     # Only a local folder of exactly the shape hf_dumpembed writes runs its (our) code; any other folder, and a Hub
     # id, loads with sentence-transformers' and transformers' own code only.
     model = SentenceTransformer(model_name, trust_remote_code=is_trusted_folder(model_name),
-                                device="cpu" if _no_cuda() else None)
+                                device="cpu" if not torch.cuda.is_available() else None)
     if text_length is not None:
         limit = text_length + dump_prefix_length(model)
         model.max_seq_length = min(model.max_seq_length or limit, limit)
@@ -327,12 +326,6 @@ def dump_prefix_length(model: Any) -> int:
     """K of a sentence-transformers model whose first module wraps a DumpEmbed model; 0 for any other model."""
     config = getattr(getattr(model[0], "auto_model", None), "config", None)
     return int(getattr(config, "num_dump_tokens", 0) or 0)
-
-
-def _no_cuda() -> bool:
-    import torch
-
-    return not torch.cuda.is_available()
 
 
 def column_names(num_negatives: int) -> list[str]:

@@ -45,13 +45,8 @@ LOSS_NAMES = {"cached_mnrl": "CachedMultipleNegativesRankingLoss", "mnrl": "Mult
 
 def prepare_initial_model(config: TrainConfig) -> Path:
     """The DumpEmbed folder training starts from: ``init_from``, or the backbone built once into the checkpoints."""
-    if config.model.init_from:
-        folder = Path(config.model.init_from)
-        config_file = folder / "config.json"
-        if not config_file.exists() or json.loads(config_file.read_text()).get("model_type") != "dumpembed":
-            raise ValueError(f"model.init_from={folder} is not a DumpEmbed model folder; build one with "
-                             "`hf-dumpembed build`, or set model.backbone instead.")
-        return folder
+    if config.model.init_from:  # `train` checked it with require_dumpembed_folder
+        return Path(config.model.init_from)
     folder = config.checkpoint_path / INITIAL_MODEL
     if (folder / "modules.json").exists():
         return folder
@@ -180,13 +175,6 @@ class DumpRowsLearningRate(TrainerCallback):
         self._before = None
 
 
-def environment() -> dict[str, Any]:
-    """Library versions and the machine the run used (``training/environment.json``)."""
-    info = machine_info()
-    info["world_size"] = int(os.environ.get("WORLD_SIZE", "1"))
-    return info
-
-
 def last_complete_checkpoint(folder: Path) -> str | None:
     """The newest checkpoint whose ``trainer_state.json`` (the trainer writes it last) is readable.
 
@@ -285,7 +273,8 @@ def save_trained_model(st_model: Any, config: TrainConfig, reports: list[DataRep
         side = staging / "training"
         side.mkdir()
         save_config(public_config(config), side / "config.yaml")
-        (side / "environment.json").write_text(json.dumps(environment(), indent=2) + "\n")
+        environment = {**machine_info(), "world_size": int(os.environ.get("WORLD_SIZE", "1"))}  # library versions
+        (side / "environment.json").write_text(json.dumps(environment, indent=2) + "\n")
         (side / "data_files.json").write_text(
             json.dumps([public_report(r) for r in reports], indent=2, ensure_ascii=False) + "\n")
         write_card(staging, model_id=public_path(output))
