@@ -7,6 +7,7 @@ import importlib
 import logging
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 
 from . import commands as command_modules
@@ -46,20 +47,12 @@ RESUME_HINTS = {
 USER_ERRORS = (ValueError, FileExistsError, OSError, ImportError)
 
 
-def _frames_innermost_first(error: BaseException) -> list:
-    frames, tb = [], error.__traceback__
-    while tb is not None:
-        frames.append(tb.tb_frame)
-        tb = tb.tb_next
-    return frames[::-1]
-
-
 def file_of(error: BaseException, suffixes: tuple[str, ...] = (".safetensors",)) -> str | None:
     """The file the call that raised ``error`` was reading or writing (Rust extensions' errors do not name it): the
     path-valued variables of the failing frames that end with one of ``suffixes``, innermost first, an existing file
     preferred."""
     named = []
-    for frame in _frames_innermost_first(error):
+    for frame, _ in reversed(list(traceback.walk_tb(error.__traceback__))):
         for value in frame.f_locals.values():
             path = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
             if isinstance(path, str) and path.endswith(suffixes):

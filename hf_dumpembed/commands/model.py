@@ -33,6 +33,7 @@ def init_help() -> str:
 
 def _build(args: argparse.Namespace) -> None:
     from ..data.assets import resolve_backbone
+    from ..data.text_input import read_text_lines
     from ..model.builder import BuildOptions, build
 
     if looks_like_a_path(args.backbone) and not Path(args.backbone).expanduser().exists():
@@ -49,19 +50,10 @@ def _build(args: argparse.Namespace) -> None:
         seed=args.seed,
         prompt=args.prompt,
         match_steps=args.match_steps,
-        match_texts=_match_texts(args.match_texts),
+        match_texts=None if args.match_texts is None else tuple(read_text_lines(args.match_texts)),
     )
     out = build(resolve_backbone(args.backbone), args.out, options, revision=args.revision, overwrite=args.overwrite)
     say(f"Wrote {out}")
-
-
-def _match_texts(path: str | None) -> tuple[str, ...] | None:
-    """The lines of ``--match-texts`` (None: the builder's default text; the match skips blank lines)."""
-    if path is None:
-        return None
-    from ..data.text_input import read_text_lines
-
-    return tuple(read_text_lines(path))
 
 
 def _export_st(args: argparse.Namespace) -> None:

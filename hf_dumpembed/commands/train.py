@@ -29,11 +29,7 @@ def _train(args: argparse.Namespace) -> None:
     from .._utils.console import say
     from ..training import load_config, train
 
-    overrides = {}
-    if args.seed is not None:
-        overrides["seed"] = args.seed
-    if args.output is not None:
-        overrides["output"] = args.output
+    overrides = {key: getattr(args, key) for key in ("seed", "output") if getattr(args, key) is not None}
     config = load_config(args.config, overrides)
     out = train(config, resume=args.resume, trust_remote_code=args.trust_remote_code)
     if int(os.environ.get("RANK", "0")) == 0:  # under torchrun only rank 0 writes, and says so
