@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from .._utils.lazy import lazy_attributes
 
-_LAZY = {"push_folder": "hub", "PushResult": "hub", "check_folder": "checks", "PublishRefused": "checks"}
+_LAZY = {"push_folder": "hub", "PushResult": "hub", "check_folder": "push_checks", "PublishRefused": "push_checks"}
 __all__ = list(_LAZY)
 __getattr__ = lazy_attributes(__name__, _LAZY)
