@@ -12,18 +12,17 @@ from . import add_trust_flag
 from .arguments import finite_float
 
 DESCRIPTION = """\
-Time every runtime EXPORT (an `hf-dumpembed export-onnx` folder) can be served with, on this machine: torch fp32
-and bf16 (the model folder it was exported from: --model, default the source the export recorded), eager and
-compiled (inductor, frozen weights; bf16 also with length buckets), torch int8 through PT2E (torchao, calibrated on
-the folder's fit corpus, else stdlib texts; fp32 and bf16 float parts), onnxruntime
-(model.onnx, the fused model_optimized.onnx, model_int8.onnx) and OpenVINO (the IR at f32 and bf16 precision, the
-NNCF static int8 IR and the dynamic int8 IR, each at f32 and bf16 precision for what stays float), whichever the
-export carries and this environment has installed. Every runtime gets the same
-length-sorted batches of short texts (stdlib docstring paragraphs) and long ones (stdlib function sources), or of
---texts; timing is interleaved per batch and each time is a median over repeats (at least 3, until every runtime
-has --seconds per length). Each runtime's vectors are compared with torch fp32's (the export's tolerances: fp32
-max |Δ| <= 1e-4, bf16 / int8 min cosine >= 0.99 / 0.95). The first pass over the texts (untimed; where compiled
-runtimes compile) and opening each runtime (where PT2E quantises) are recorded in seconds beside the speeds.
+Time every runtime EXPORT (an `hf-dumpembed export-onnx` folder) can be served with, on this machine: torch fp32 and
+bf16 (the model folder it was exported from: --model, default the source the export recorded), eager and compiled
+(inductor, frozen weights, dynamic shapes), onnxruntime (model.onnx, the fused model_optimized.onnx,
+model_int8.onnx) and OpenVINO (the IR at f32 and bf16 precision, the NNCF static int8 IR and the dynamic int8 IR,
+each at f32 and bf16 precision for what stays float), whichever the export carries and this environment has
+installed. Every runtime gets the same length-sorted batches of short texts (stdlib docstring paragraphs) and long
+ones (stdlib function sources), or of --texts; timing is interleaved per batch and each time is a median over
+repeats (at least 3, until every runtime has --seconds per length). Each runtime's vectors are compared with torch
+fp32's (the export's tolerances: fp32 max |Δ| <= 1e-4, bf16 / int8 min cosine >= 0.99 / 0.95). The first pass over
+the texts (untimed; where compiled runtimes compile) and opening each runtime are recorded in seconds beside the
+speeds.
 
 Prints the table and the recommendation (the fastest runtime within tolerance, geometric mean over the lengths,
 naming those within 10% of it, which one run does not order: rerun to see whether the order holds) and records
@@ -31,8 +30,8 @@ both with the CPU's instruction sets (AVX2, AVX-512 VNNI, AVX512-BF16, AMX) in E
 ("serve_bench") and a section of EXPORT/README.md, replacing an earlier measurement (--no-record: print only).
 Run it on the machine that will serve: the ranking changes with the CPU and the text length. Parity bounds how
 far the vectors move, not nDCG: before serving an int8 graph, measure retrieval quality on held-out data.
-Needs pip install 'hf_dumpembed[onnx]' (and '[openvino]' for the OpenVINO runtimes, '[serve]' for PT2E int8; a C++
-compiler for the compiled torch runtimes).
+Needs pip install 'hf_dumpembed[onnx]' (and '[openvino]' for the OpenVINO runtimes; a C++ compiler for the
+compiled torch runtimes).
 """
 
 

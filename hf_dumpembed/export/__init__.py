@@ -1,6 +1,5 @@
 """Serving forms of a DumpEmbed folder: the stock sentence-transformers export (and its portable form for older
-releases), ONNX and OpenVINO graphs, compiled torch and torch int8 through PT2E, and the check that every load path
-gives the same vectors."""
+releases), ONNX and OpenVINO graphs, compiled torch, and the check that every load path gives the same vectors."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """The module every exported form runs: the DumpEmbed forward minus its Python-side checks (tokenizer output ->
 backbone -> pooling -> projection -> L2) in traceable tensor ops, and the inputs it takes.
 
-``export-onnx`` exports it with ``torch.onnx.export`` (onnx.py), the PT2E int8 path with ``torch.export``
-(torch_pt2e.py).
+``export-onnx`` exports it with ``torch.onnx.export`` (onnx.py).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The runtimes an ONNX export can be served with, each as a function of one tokenized batch -> vectors.
 
 One table (``RUNTIMES``) names them all: the torch model in fp32 and in bf16 (the model folder the export was made
-from), eager and compiled, and in int8 through PT2E; the graphs of the export folder in onnxruntime (portable, fused,
+from), eager and compiled; the graphs of the export folder in onnxruntime (portable, fused,
 int8) and in OpenVINO (the IR compiled at f32 and at bf16 precision, NNCF's int8 IR at f32 and at bf16 precision for
 the parts left in float, and the IR with int8 weights whose activations OpenVINO quantises at run time, at both
 precisions). Each runtime's
@@ -15,15 +15,12 @@ sums accumulate in fp32 (the pooled vector is then rounded to bf16) and the stor
 fp32 buffers.
 
 The compiled torch runtimes (``build``) load the folder the same way, then compile its backbone with inductor and
-frozen weights (torch_compiled.py: dynamic shapes, or length buckets); they compile on their first batch of each
-shape, which serve-bench's first pass includes (its ``first_pass_s``). The PT2E runtimes quantise the fp32 model to
-static int8 with torchao's X86InductorQuantizer, calibrated on the folder's fit corpus (else stdlib texts) when they
-are opened (``open_s``), and compile on their first batch (torch_pt2e.py); they need torchao (the ``serve`` extra).
+frozen weights (torch_compiled.py, dynamic shapes); they compile on their first batches, which serve-bench's first
+pass includes (its ``first_pass_s``).
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,8 +39,6 @@ from .artefacts import (
     OUTPUT_NAME,
 )
 
-logger = logging.getLogger(__name__)
-
 Runner = Callable[[dict[str, np.ndarray]], np.ndarray]
 
 
@@ -56,7 +51,7 @@ class RuntimeSpec:
     file: str | None
     arithmetic: str  # "fp32", "bf16" or "int8"
     precision: str | None = None  # torch dtype name, or the OpenVINO inference precision
-    build: str = "eager"  # torch: "eager", "compiled" (dynamic shapes), "compiled buckets" or "pt2e" (int8)
+    build: str = "eager"  # torch: "eager" or "compiled" (inductor, dynamic shapes)
 
 
 RUNTIMES = (
@@ -64,10 +59,6 @@ RUNTIMES = (
     RuntimeSpec("torch bf16", "torch", None, "bf16", "bfloat16"),
     RuntimeSpec("torch fp32 compiled", "torch", None, "fp32", "float32", "compiled"),
     RuntimeSpec("torch bf16 compiled", "torch", None, "bf16", "bfloat16", "compiled"),
-    RuntimeSpec("torch bf16 compiled buckets", "torch", None, "bf16", "bfloat16", "compiled buckets"),
-    # static int8 linear layers, the rest in fp32 / in bf16 (autocast)
-    RuntimeSpec("torch int8 (PT2E)", "torch", None, "int8", "float32", "pt2e"),
-    RuntimeSpec("torch int8 bf16 (PT2E)", "torch", None, "int8", "bfloat16", "pt2e"),
     RuntimeSpec("onnxruntime fp32", "onnxruntime", ONNX_FILE, "fp32"),
     RuntimeSpec("onnxruntime fp32 fused", "onnxruntime", OPTIMIZED_FILE, "fp32"),
     RuntimeSpec("onnxruntime int8", "onnxruntime", INT8_FILE, "int8"),
@@ -95,8 +86,7 @@ def row_cosines(vectors: np.ndarray, reference: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Runtime:
-    """An opened runtime: its spec, the function that embeds one batch and the seconds opening it took (loading;
-    PT2E: also exporting, calibrating and converting)."""
+    """An opened runtime: its spec, the function that embeds one batch and the seconds opening it took."""
 
     spec: RuntimeSpec
     run: Runner
@@ -124,39 +114,21 @@ def torch_vectors(model, batch: dict[str, np.ndarray]) -> np.ndarray:
         return model(**tensors).sentence_embedding.float().numpy()
 
 
-def torch_runner(model_dir: Path, dtype_name: str, threads: int | None, build: str = "eager",
-                 export_dir: Path | None = None) -> Runner:
+def torch_runner(model_dir: Path, dtype_name: str, threads: int | None, build: str = "eager") -> Runner:
     """The DumpEmbed model of ``model_dir`` loaded in ``dtype_name`` (its fp32 head kept), eager or compiled
-    (``build``: see RuntimeSpec), vectors as fp32 numpy; "pt2e": the fp32 model quantised to int8, what stays float
-    in ``dtype_name``, calibrated with the export's tokenizer."""
+    (``build``: see RuntimeSpec), vectors as fp32 numpy."""
     import torch
 
     from ..remote import DumpEmbedModel
 
     if threads is not None:
         torch.set_num_threads(threads)
-    if build == "pt2e":
-        return pt2e_runner(model_dir, export_dir, dtype_name == "bfloat16")
     model = DumpEmbedModel.from_pretrained(model_dir, dtype=getattr(torch, dtype_name)).eval()
     if build != "eager":
         from .torch_compiled import compile_model
 
-        compile_model(model, buckets=build == "compiled buckets")
+        compile_model(model)
     return lambda batch: torch_vectors(model, batch)
-
-
-def pt2e_runner(model_dir: Path, export_dir: Path, bf16: bool) -> Runner:
-    """torch int8 through PT2E (torch_pt2e.py) of the fp32 model, calibrated on its fit corpus or stdlib texts."""
-    from transformers import AutoTokenizer
-
-    from ..remote import DumpEmbedModel
-    from .torch_pt2e import calibration_texts, quantize_pt2e
-
-    model = DumpEmbedModel.from_pretrained(model_dir).eval()
-    tokenizer = AutoTokenizer.from_pretrained(str(export_dir))  # the export's own tokenizer files, no code
-    texts, source = calibration_texts(model_dir)
-    logger.info("PT2E int8: calibrating on %d texts of %s", len(texts), source)
-    return quantize_pt2e(model, tokenizer, texts, bf16=bf16)
 
 
 def onnxruntime_runner(path: Path, threads: int | None = None, spinning: bool = True) -> Runner:
@@ -176,7 +148,7 @@ def open_runtime(spec: RuntimeSpec, export_dir: Path, model_dir: Path | None, th
     from .openvino_ir import openvino_runner
 
     if spec.engine == "torch":
-        return torch_runner(model_dir, spec.precision, threads, spec.build, export_dir)
+        return torch_runner(model_dir, spec.precision, threads, spec.build)
     if spec.engine == "onnxruntime":
         return onnxruntime_runner(export_dir / spec.file, threads, spinning=False)
     return openvino_runner(export_dir / spec.file, spec.precision, OUTPUT_NAME, threads)
@@ -192,8 +164,6 @@ def why_unavailable(spec: RuntimeSpec, export_dir: Path, model_dir: Path | None)
         return f"{spec.file} is not in the export"
     if importlib.util.find_spec(ENGINE_PACKAGES[spec.engine]) is None:
         return f"{ENGINE_PACKAGES[spec.engine]} is not installed"
-    if spec.build == "pt2e" and importlib.util.find_spec("torchao") is None:
-        return "torchao is not installed (pip install 'hf_dumpembed[serve]')"
     if spec.build != "eager":
         from . import torch_compiled
 

@@ -8,8 +8,8 @@ Python's standard library, or the user's own texts. Timing is interleaved per ba
 in an order rotated per batch and repeat, before the next batch starts), so a load spike hits all alike; each
 runtime's time is the median over repeats, its speed-up the baseline's median over its own (same run). Before
 timing, every runtime encodes all the texts once (the vectors checked below); that first pass is the warm-up, and its
-seconds are recorded with the seconds opening the runtime took: compiled torch compiles there (once per shape), PT2E
-int8 exports and calibrates when opened, so what each costs before its first fast batch is stated beside its speed.
+seconds are recorded with the seconds opening the runtime took: compiled torch compiles there, so what each costs
+before its first fast batch is stated beside its speed.
 
 Quality is parity: each runtime's vectors on the timed texts against torch fp32's (the export's own tolerances:
 fp32 max |Δ| <= 1e-4, bf16 / int8 min cosine >= 0.99 / 0.95). The recommendation is the runtime with the highest
@@ -148,7 +148,7 @@ class RuntimeResult:
     min_cosine: float
     tolerance: str
     ok: bool
-    open_s: float | None = None  # opening the runtime: loading (PT2E: also exporting, calibrating, converting)
+    open_s: float | None = None  # opening the runtime (loading the model or graph)
     first_pass_s: float | None = None  # its first encoding of every timed text (the warm-up; compiles, if it does)
 
     @property

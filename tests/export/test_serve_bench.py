@@ -85,15 +85,13 @@ def traced_only(monkeypatch):
     monkeypatch.setattr(torch_compiled, "BACKEND", "aot_eager")
 
 
-def test_compiled_and_pt2e_runtimes_are_timed_with_their_warm_up(full_export, traced_only):
-    pytest.importorskip("torchao", reason="pip install 'hf_dumpembed[serve]'")
-    names = ["torch fp32", "torch fp32 compiled", "torch bf16", "torch bf16 compiled buckets", "torch int8 (PT2E)"]
+def test_compiled_runtimes_are_timed_with_their_warm_up(full_export, traced_only):
+    names = ["torch fp32", "torch fp32 compiled", "torch bf16", "torch bf16 compiled"]
     measured = serve_bench(full_export, options=QUICK, runtimes=names)
     by_name = {r.name: r for r in measured.results}
     assert list(by_name) == names and not measured.skipped
     assert by_name["torch fp32 compiled"].ok and by_name["torch fp32 compiled"].max_abs_diff <= 1e-5
-    assert abs(by_name["torch bf16 compiled buckets"].min_cosine - by_name["torch bf16"].min_cosine) <= 1e-3
-    assert by_name["torch int8 (PT2E)"].ok and by_name["torch int8 (PT2E)"].tolerance == "min cosine >= 0.95"
+    assert abs(by_name["torch bf16 compiled"].min_cosine - by_name["torch bf16"].min_cosine) <= 1e-3
     assert all(r.first_pass_s > 0 for r in measured.results)
 
 
@@ -108,15 +106,13 @@ def test_compiled_runtimes_say_why_they_cannot_run(full_export, monkeypatch):
 
 
 @pytest.mark.slow
-def test_inductor_compiled_and_pt2e_runtimes_stay_within_tolerance(full_export):
-    pytest.importorskip("torchao", reason="pip install 'hf_dumpembed[serve]'")
+def test_inductor_compiled_runtimes_stay_within_tolerance(full_export):
     measured = serve_bench(full_export, options=QUICK, runtimes=["torch fp32", "torch bf16", *COMPILED_RUNTIMES])
     by_name = {r.name: r for r in measured.results}
     assert list(by_name) == ["torch fp32", "torch bf16", *COMPILED_RUNTIMES] and not measured.skipped
-    for name in ("torch fp32 compiled", "torch int8 (PT2E)", "torch int8 bf16 (PT2E)"):
-        assert by_name[name].ok, name
-    for name in ("torch bf16 compiled", "torch bf16 compiled buckets"):  # the tiny random model's bf16 rounding
-        assert abs(by_name[name].min_cosine - by_name["torch bf16"].min_cosine) <= 0.01, name
+    assert by_name["torch fp32 compiled"].ok
+    # the tiny random model's bf16 rounding: as far from fp32 as eager bf16 is
+    assert abs(by_name["torch bf16 compiled"].min_cosine - by_name["torch bf16"].min_cosine) <= 0.01
     assert all(r.first_pass_s > 0 for r in measured.results)
 
 

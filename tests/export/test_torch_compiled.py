@@ -1,8 +1,8 @@
 """Compiled torch (compile_model): the DumpEmbed backbone compiled in place gives the eager model's vectors through
-sentence-transformers and the model's own forward, with dynamic shapes and with length buckets; what it refuses.
+sentence-transformers and the model's own forward, with dynamic shapes; what it refuses.
 
-The default run compiles with ``aot_eager`` (traced and run by torch, nothing built in C++: the padding, cutting and
-routing are what is checked); the slow tests compile with inductor and frozen weights, in fp32 and bf16."""
+The default run compiles with ``aot_eager`` (traced and run by torch, nothing built in C++: the lone-row doubling and
+the routing are what is checked); the slow tests compile with inductor and frozen weights, in fp32 and bf16."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from hf_dumpembed import compile_model
 from hf_dumpembed.export import torch_compiled
 from hf_dumpembed.export.onnx import FP32_TOLERANCE, MIN_COSINE
 from hf_dumpembed.export.runtimes import row_cosines
-from hf_dumpembed.export.torch_compiled import DEFAULT_BUCKETS, bucket_sizes, cut, pad_inputs
+from hf_dumpembed.export.torch_compiled import doubled_lone_row, first_row
 from hf_dumpembed.remote import DumpEmbedModel
 
 TEXTS = ["A man is eating food.", "How do I read a file line by line in Python? " * 6, "x",
@@ -32,11 +32,10 @@ def _encodings(st: SentenceTransformer) -> list[np.ndarray]:
     return [st.encode_query(TEXTS), st.encode_document(TEXTS[:1]), st.encode_document(TEXTS[1:] * 3)]
 
 
-@pytest.mark.parametrize("buckets", [None, True])
-def test_compiled_model_gives_the_eager_vectors(bert_dump_model, buckets) -> None:
+def test_compiled_model_gives_the_eager_vectors(bert_dump_model) -> None:
     eager = _encodings(_st(bert_dump_model))
     st = _st(bert_dump_model)
-    assert compile_model(st, buckets=buckets, backend="aot_eager") is st
+    assert compile_model(st, backend="aot_eager") is st
     for got, want in zip(_encodings(st), eager, strict=True):
         assert np.abs(got - want).max() <= 1e-5
     model = st[0].auto_model
@@ -50,26 +49,17 @@ def test_the_forward_keeps_training_gradients_and_outputs(bert_dump_model) -> No
     batch = tokenizer(TEXTS, padding=True, return_tensors="pt")
     with torch.inference_mode():
         want = model(**batch)
-    compile_model(model, buckets=[8, 64], backend="aot_eager")
+    compile_model(model, backend="aot_eager")
     with torch.inference_mode():
-        got = model(**batch)  # padded to 64 inside, cut back to the batch's own length
+        got = model(**batch)
+        lone = model(**{name: value[:1] for name, value in batch.items()})  # doubled inside, cut back to one row
     assert got.last_hidden_state.shape == want.last_hidden_state.shape
     assert torch.allclose(got.sentence_embedding, want.sentence_embedding, atol=1e-5)
+    assert lone.last_hidden_state.shape[0] == 1 and torch.allclose(lone.sentence_embedding[0],
+                                                                   want.sentence_embedding[0], atol=1e-5)
     out = model(**batch)  # gradients on: the eager backbone, as before compiling
     out.sentence_embedding.sum().backward()
     assert torch.allclose(out.sentence_embedding, want.sentence_embedding, atol=1e-5)
-
-
-def test_buckets_refuse_left_padding(bert_dump_model) -> None:
-    st = _st(bert_dump_model)
-    st.tokenizer.padding_side = "left"
-    with pytest.raises(ValueError, match="pads on the left.*without buckets"):
-        compile_model(st, buckets=True, backend="aot_eager")
-    model = DumpEmbedModel.from_pretrained(bert_dump_model).eval()
-    compile_model(model, buckets=True, backend="aot_eager")
-    batch = st.tokenizer(TEXTS, padding=True, return_tensors="pt")  # left-padded, given to the model directly
-    with torch.inference_mode(), pytest.raises(ValueError, match="padded on the left.*padding_side='right'"):
-        model(**batch)
 
 
 def test_what_is_not_a_dumpembed_model_is_refused(tmp_path) -> None:
@@ -86,32 +76,23 @@ def test_a_missing_cpp_compiler_is_named(bert_dump_model, monkeypatch) -> None:
     assert model.backbone.forward.__func__ is type(model.backbone).forward  # nothing was changed
 
 
-def test_bucket_sizes_padding_and_cutting() -> None:
-    assert bucket_sizes(None, 512) == () and bucket_sizes(False, 512) == ()
-    assert bucket_sizes(True, 100) == (16, 32, 64, 100)
-    assert bucket_sizes(True, None) == DEFAULT_BUCKETS
-    assert bucket_sizes([64, 8, 64], 512) == (8, 64)
-    for bad in ([], [0], [8, "16"], "16", 16, [True]):
-        with pytest.raises(ValueError, match="buckets must be"):
-            bucket_sizes(bad, 512)
+def test_a_lone_row_is_doubled_and_cut_back() -> None:
     ids = torch.tensor([[5, 6, 7]])
-    padded, batch, length, width = pad_inputs({"input_ids": ids, "attention_mask": torch.ones_like(ids),
-                                               "output_hidden_states": None}, (4, 8), pad_id=1)
-    assert (batch, length, width) == (1, 3, 4)
-    assert padded["input_ids"].tolist() == [[5, 6, 7, 1]] * 2  # a lone row doubled, padded with the pad id
-    assert padded["attention_mask"].tolist() == [[1, 1, 1, 0]] * 2 and padded["output_hidden_states"] is None
+    doubled = doubled_lone_row({"input_ids": ids, "attention_mask": torch.ones_like(ids), "output_hidden_states": None})
+    assert doubled["input_ids"].tolist() == [[5, 6, 7]] * 2 and doubled["attention_mask"].tolist() == [[1, 1, 1]] * 2
+    assert doubled["output_hidden_states"] is None
+    two = {"input_ids": torch.ones(2, 3)}
+    assert doubled_lone_row(two) is two
     states = torch.arange(2 * 4 * 3).view(2, 4, 3)
-    assert cut((states, torch.ones(2, 4)), batch, length, width)[0].shape == (1, 3, 3)
-    assert cut(torch.ones(2, 4), batch, length, width).shape == (1, 4)  # (batch, hidden): rows only
+    assert first_row((states, torch.ones(2, 4)))[0].shape == (1, 4, 3) and first_row(None) is None
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("dtype", "buckets"), [(torch.float32, None), (torch.bfloat16, None),
-                                                (torch.bfloat16, True)])
-def test_inductor_with_frozen_weights_keeps_the_vectors(bert_dump_model, dtype, buckets) -> None:
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_inductor_with_frozen_weights_keeps_the_vectors(bert_dump_model, dtype) -> None:
     """Inductor's C++ kernels: fp32 within the fp32 export tolerance, bf16 within the bf16 one of eager bf16."""
     eager = _encodings(_st(bert_dump_model, dtype))
-    st = compile_model(_st(bert_dump_model, dtype), buckets=buckets)
+    st = compile_model(_st(bert_dump_model, dtype))
     for got, want in zip(_encodings(st), eager, strict=True):
         if dtype == torch.float32:
             assert np.abs(got - want).max() <= FP32_TOLERANCE
