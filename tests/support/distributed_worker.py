@@ -36,7 +36,7 @@ def _fit(job: dict[str, Any]) -> dict[str, Any]:
 
     calls: list[list[str]] = []
     written: list[str] = []
-    iter_pooled, write_folder = encode.iter_pooled, fit._write_folder
+    iter_pooled, write_folder = encode.iter_pooled, fit.write_folder
 
     def spy_iter_pooled(model: Any, tokenizer: Any, texts: list[str], *args: Any, **kwargs: Any) -> Any:
         calls.append(list(texts))
@@ -46,11 +46,11 @@ def _fit(job: dict[str, Any]) -> dict[str, Any]:
         written.append(str(args[2]))
         return write_folder(*args, **kwargs)
 
-    encode.iter_pooled, fit._write_folder = spy_iter_pooled, spy_write_folder
+    encode.iter_pooled, fit.write_folder = spy_iter_pooled, spy_write_folder
     try:
         fit.fit_projections(job["model"], job["targets"], corpus=job["corpus"])
     finally:
-        encode.iter_pooled, fit._write_folder = iter_pooled, write_folder
+        encode.iter_pooled, fit.write_folder = iter_pooled, write_folder
     return {"corpus_encoded": calls[0], "written": written}
 
 
