@@ -1,11 +1,10 @@
 """The runtimes an ONNX export can be served with, each as a function of one tokenized batch -> vectors.
 
 One table (``RUNTIMES``) names them all: the torch model in fp32 and in bf16 (the model folder the export was made
-from), eager and compiled; the graphs of the export folder in onnxruntime (portable, fused,
-int8) and in OpenVINO (the IR compiled at f32 and at bf16 precision, NNCF's int8 IR at f32 and at bf16 precision for
-the parts left in float, and the IR with int8 weights whose activations OpenVINO quantises at run time, at both
-precisions). Each runtime's
-*arithmetic* (fp32, bf16, int8) says which parity tolerance it is held to (``onnx.MIN_COSINE``,
+from), eager and compiled; the graphs of the export folder in onnxruntime (portable, fused, int8) and in OpenVINO
+(the IR compiled at f32 and at bf16 precision, NNCF's int8 IR at f32 and at bf16 precision for the parts left in
+float, and the IR with int8 weights whose activations OpenVINO quantises at run time, at both precisions). Each
+runtime's *arithmetic* (fp32, bf16, int8) says which parity tolerance it is held to (``onnx.MIN_COSINE``,
 ``onnx.FP32_TOLERANCE``); ``available_runtimes`` opens those whose file and packages are present and says why the
 others are left out.
 
@@ -14,7 +13,7 @@ torch bf16 loads the folder with ``dtype=torch.bfloat16``: the backbone's weight
 sums accumulate in fp32 (the pooled vector is then rounded to bf16) and the stored projection (mean, matrix) stays
 fp32 buffers.
 
-The compiled torch runtimes (``build``) load the folder the same way, then compile its backbone with inductor and
+The compiled torch runtimes (``compiled``) load the folder the same way, then compile its backbone with inductor and
 frozen weights (torch_compiled.py, dynamic shapes); they compile on their first batches, which serve-bench's first
 pass includes (its ``first_pass_s``).
 """
@@ -51,14 +50,14 @@ class RuntimeSpec:
     file: str | None
     arithmetic: str  # "fp32", "bf16" or "int8"
     precision: str | None = None  # torch dtype name, or the OpenVINO inference precision
-    build: str = "eager"  # torch: "eager" or "compiled" (inductor, dynamic shapes)
+    compiled: bool = False  # torch: the backbone compiled by inductor (torch_compiled.py)
 
 
 RUNTIMES = (
     RuntimeSpec("torch fp32", "torch", None, "fp32", "float32"),
     RuntimeSpec("torch bf16", "torch", None, "bf16", "bfloat16"),
-    RuntimeSpec("torch fp32 compiled", "torch", None, "fp32", "float32", "compiled"),
-    RuntimeSpec("torch bf16 compiled", "torch", None, "bf16", "bfloat16", "compiled"),
+    RuntimeSpec("torch fp32 compiled", "torch", None, "fp32", "float32", compiled=True),
+    RuntimeSpec("torch bf16 compiled", "torch", None, "bf16", "bfloat16", compiled=True),
     RuntimeSpec("onnxruntime fp32", "onnxruntime", ONNX_FILE, "fp32"),
     RuntimeSpec("onnxruntime fp32 fused", "onnxruntime", OPTIMIZED_FILE, "fp32"),
     RuntimeSpec("onnxruntime int8", "onnxruntime", INT8_FILE, "int8"),
@@ -74,7 +73,7 @@ RUNTIMES = (
 )
 RUNTIME_NAMES = tuple(spec.name for spec in RUNTIMES)
 # The runtimes that compile on their first batches (tens of seconds each): the default test run leaves them out.
-COMPILED_RUNTIMES = tuple(spec.name for spec in RUNTIMES if spec.build != "eager")
+COMPILED_RUNTIMES = tuple(spec.name for spec in RUNTIMES if spec.compiled)
 ENGINE_PACKAGES = {"torch": "torch", "onnxruntime": "onnxruntime", "openvino": "openvino"}
 
 
@@ -114,9 +113,9 @@ def torch_vectors(model, batch: dict[str, np.ndarray]) -> np.ndarray:
         return model(**tensors).sentence_embedding.float().numpy()
 
 
-def torch_runner(model_dir: Path, dtype_name: str, threads: int | None, build: str = "eager") -> Runner:
+def torch_runner(model_dir: Path, dtype_name: str, threads: int | None, compiled: bool = False) -> Runner:
     """The DumpEmbed model of ``model_dir`` loaded in ``dtype_name`` (its fp32 head kept), eager or compiled
-    (``build``: see RuntimeSpec), vectors as fp32 numpy."""
+    (torch_compiled.py), vectors as fp32 numpy."""
     import torch
 
     from ..remote import DumpEmbedModel
@@ -124,7 +123,7 @@ def torch_runner(model_dir: Path, dtype_name: str, threads: int | None, build: s
     if threads is not None:
         torch.set_num_threads(threads)
     model = DumpEmbedModel.from_pretrained(model_dir, dtype=getattr(torch, dtype_name)).eval()
-    if build != "eager":
+    if compiled:
         from .torch_compiled import compile_model
 
         compile_model(model)
@@ -148,7 +147,7 @@ def open_runtime(spec: RuntimeSpec, export_dir: Path, model_dir: Path | None, th
     from .openvino_ir import openvino_runner
 
     if spec.engine == "torch":
-        return torch_runner(model_dir, spec.precision, threads, spec.build)
+        return torch_runner(model_dir, spec.precision, threads, spec.compiled)
     if spec.engine == "onnxruntime":
         return onnxruntime_runner(export_dir / spec.file, threads, spinning=False)
     return openvino_runner(export_dir / spec.file, spec.precision, OUTPUT_NAME, threads)
@@ -164,10 +163,10 @@ def why_unavailable(spec: RuntimeSpec, export_dir: Path, model_dir: Path | None)
         return f"{spec.file} is not in the export"
     if importlib.util.find_spec(ENGINE_PACKAGES[spec.engine]) is None:
         return f"{ENGINE_PACKAGES[spec.engine]} is not installed"
-    if spec.build != "eager":
+    if spec.compiled:
         from . import torch_compiled
 
-        if torch_compiled.BACKEND == "inductor" and torch_compiled.cpp_compiler() is None:
+        if torch_compiled.compiler_missing(torch_compiled.BACKEND):
             return "no C++ compiler for torch.compile (install g++)"
     return None
 

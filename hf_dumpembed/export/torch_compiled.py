@@ -75,10 +75,15 @@ def cpp_compiler() -> str | None:
     return next((path for name in [*candidates, "g++", "c++", "clang++"] if (path := shutil.which(name))), None)
 
 
+def compiler_missing(backend: str) -> bool:
+    """Whether ``backend`` builds C++ kernels for the CPU (inductor) and no C++ compiler is found."""
+    return backend == "inductor" and cpp_compiler() is None
+
+
 def check_compiler(backend: str, models: Sequence[nn.Module]) -> None:
     """RuntimeError saying what to install when inductor would compile CPU kernels and no C++ compiler is found."""
     on_cpu = any(p.device.type == "cpu" for m in models for p in m.backbone.parameters())
-    if backend == "inductor" and on_cpu and cpp_compiler() is None:
+    if on_cpu and compiler_missing(backend):
         raise RuntimeError("torch.compile's inductor backend builds C++ kernels for the CPU and found no C++ compiler "
                            "($CXX, g++, c++ or clang++ on PATH): install one (Debian/Ubuntu: apt-get install g++) "
                            "or serve the model uncompiled.")
@@ -114,11 +119,11 @@ def compiled_forward(backbone: nn.Module, backend: str, freezing: bool, autocast
         if (args or backbone.training or torch.is_grad_enabled() or kwargs.get("input_ids") is None
                 or any(kwargs.get(name) for name in EAGER_KEYWORDS)):
             return eager(*args, **kwargs)
-        lone = kwargs["input_ids"].shape[0] == 1
+        inputs = doubled_lone_row(kwargs)
         with torch._inductor.config.patch(freezing=freezing), \
                 torch.autocast(device, dtype=autocast or torch.bfloat16, enabled=autocast is not None):
-            outputs = compiled(**doubled_lone_row(kwargs))
-        if lone:
+            outputs = compiled(**inputs)
+        if inputs is not kwargs:  # a lone row was doubled: cut back to it
             for key in list(outputs.keys()):
                 outputs[key] = first_row(outputs[key])
         return outputs
