@@ -199,8 +199,8 @@ class ServeBench:
         lines = [f"Measured {self.date} on {self.machine.get('cpu', '?')} ({flags}), {self.threads} threads, batch "
                  f"{self.batch_size}, load average {self.machine.get('load_average', '?')}; {groups}. Speed-up vs "
                  f"{self.baseline} in the same run; min cosine vs {self.reference}. Load s: opening the runtime; first "
-                 "pass s: its first encoding of all the texts, untimed otherwise (compiled runtimes compile then, "
-                 "once per shape: the cost before the first fast batch).", "", self.table()]
+                 "pass s: its first encoding of all the texts, untimed otherwise (compiled runtimes compile then: "
+                 "the cost before the first fast batch).", "", self.table()]
         lines += [f"Not measured: {name} ({why})." for name, why in self.skipped.items()]
         lines.append(self.recommendation.get("text", ""))
         return "\n".join(line for line in lines if line is not None).rstrip() + "\n"
