@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,32 +80,15 @@ def run_eval(
     runs_code = folder_code_may_run(model_dir, trust_remote_code)
     require_readable_weights(model_dir)  # a damaged file: one error naming it, before mteb starts
     require_consistent_dump_template(model_dir)
-    created = _missing_parents(Path(results_dir))
+    results = Path(results_dir).expanduser().absolute()
+    created = [folder for folder in [results, *results.parents] if not folder.exists()]  # deepest first
     try:
         return _run_eval(model_dir, tasks, results_dir, data_dir, model_name, revision, batch_size, overwrite,
                          runs_code)
-    except BaseException:
-        _remove_empty_folders(created)
+    except BaseException:  # a failed run leaves no folder it created with no file in it
+        if created and created[-1].is_dir() and not any(path.is_file() for path in created[-1].rglob("*")):
+            shutil.rmtree(created[-1], ignore_errors=True)
         raise
-
-
-def _missing_parents(folder: Path) -> list[Path]:
-    """``folder`` and those of its parents that do not exist yet, deepest first."""
-    missing = []
-    folder = folder.expanduser().absolute()
-    while not folder.exists():
-        missing.append(folder)
-        folder = folder.parent
-    return missing
-
-
-def _remove_empty_folders(created: list[Path]) -> None:
-    """Remove the topmost folder of ``created`` (deepest first) when no file was written anywhere inside it."""
-    import shutil
-
-    top = created[-1] if created else None
-    if top is not None and top.is_dir() and not any(path.is_file() for path in top.rglob("*")):
-        shutil.rmtree(top, ignore_errors=True)
 
 
 def _run_eval(model_dir: Path, tasks: list[str], results_dir: str | Path, data_dir: str | Path,

@@ -53,16 +53,12 @@ CHECK_TEXTS = (
 )
 
 
-# DUMPEMBED: the folder with remote code; STOCK: the `export-st` pipeline, loadable without remote code.
-FolderKind = FolderShape
-
-
 @dataclass
 class FolderReport:
     """What the checks found; ``ok`` only when nothing failed."""
 
     folder: Path
-    kind: FolderKind | None = None
+    kind: FolderShape | None = None
     problems: list[str] = field(default_factory=list)
     passed: list[str] = field(default_factory=list)
     verified: dict[str, Identity] = field(default_factory=dict, repr=False)  # what staging may copy
@@ -87,7 +83,7 @@ class PublishRefused(ValueError):
         self.report = report
 
 
-def folder_kind(folder: Path) -> FolderKind:
+def folder_kind(folder: Path) -> FolderShape:
     """DUMPEMBED when config.json says model_type dumpembed, STOCK for a sentence-transformers pipeline."""
     if not (folder / "config.json").exists():
         raise FileNotFoundError(f"{folder} has no config.json: it is not a model folder.")
@@ -158,7 +154,7 @@ def _check_weights(folder: Path, files: list[str], report: FolderReport) -> None
         if missing:
             report.problems.append(f"model.safetensors.index.json names missing shards: {', '.join(missing)}")
     if not forbidden and weights:
-        weight_problems = weights_problems(folder, files, report.kind is FolderKind.DUMPEMBED)
+        weight_problems = weights_problems(folder, files, report.kind is FolderShape.DUMPEMBED)
         report.problems += weight_problems
         if not weight_problems:
             report.passed.append(f"safetensors weights only, exactly the model's tensors, all finite "
@@ -169,7 +165,7 @@ def _check_shape(folder: Path, files: list[str], config: dict, report: FolderRep
     """The folder must have exactly the shape hf_dumpembed's writers produce (`folder_deviations`), unless the user
     trusts it; a stock export never carries code, trusted or not. Nothing in the folder is imported here."""
     code_files = sorted(f for f in files if f.endswith((".py", ".pyc")))
-    if report.kind is FolderKind.STOCK and (code_files or config.get("auto_map")):
+    if report.kind is FolderShape.STOCK and (code_files or config.get("auto_map")):
         report.problems.append(f"a stock export must not carry remote code: {', '.join(code_files) or 'auto_map'} "
                                "(re-export with `hf-dumpembed export-st`)")
     deviations = folder_deviations(folder)
@@ -270,7 +266,7 @@ def fresh_process_load(folders: list[tuple[Path, bool]], texts: tuple[str, ...] 
 def compare_load_paths(out: dict, report: FolderReport, tolerance: float = 1e-5,
                        reference: np.ndarray | None = None) -> None:
     """Vectors of one folder's fresh-process load compared across load paths (and to ``reference``)."""
-    remote = report.kind is FolderKind.DUMPEMBED
+    remote = report.kind is FolderShape.DUMPEMBED
     how = "trust_remote_code=True" if remote else "trust_remote_code=False"
     if out["leaked"]:
         report.problems.append("the folder's code imported hf_dumpembed, which users do not have")
@@ -315,19 +311,19 @@ def check_folder(folder: str | Path, source: str | Path | None = None, tolerance
         raise FileNotFoundError(f"{folder} is not a folder.")
     report = FolderReport(folder=folder, kind=folder_kind(folder))
     if source is not None:
-        if report.kind is not FolderKind.STOCK:
+        if report.kind is not FolderShape.STOCK:
             raise ValueError("--source is for a stock export: it names the DumpEmbed folder it was exported from.")
-        if not Path(source).is_dir() or folder_kind(Path(source)) is not FolderKind.DUMPEMBED:
+        if not Path(source).is_dir() or folder_kind(Path(source)) is not FolderShape.DUMPEMBED:
             raise ValueError(f"--source {source} is not a DumpEmbed folder.")
         folder_code_may_run(source, trust_remote_code)  # it is loaded (in a fresh process) with its code
     files = static_checks(folder, report, repo_id, trust_remote_code)
     if report.problems:  # no point loading a folder that is already refused
         return report, files
-    how = "trust_remote_code=True" if report.kind is FolderKind.DUMPEMBED else "trust_remote_code=False"
+    how = "trust_remote_code=True" if report.kind is FolderShape.DUMPEMBED else "trust_remote_code=False"
     with tempfile.TemporaryDirectory(prefix="hf-dumpembed-stage-") as scratch:
         target = staging if staging is not None else Path(scratch)
         stage_verified(folder, report.verified, target, staging is None if link_weights is None else link_weights)
-        loads = [(target, report.kind is FolderKind.DUMPEMBED)]
+        loads = [(target, report.kind is FolderShape.DUMPEMBED)]
         if source is not None:
             loads.insert(0, (Path(source), True))
         try:  # the staged copy the fresh process loads passes the same check (``source`` was checked above)
@@ -343,7 +339,7 @@ def check_folder(folder: str | Path, source: str | Path | None = None, tolerance
             return report, files
     reference = None
     if source is not None:
-        source_report = FolderReport(folder=Path(source), kind=FolderKind.DUMPEMBED)
+        source_report = FolderReport(folder=Path(source), kind=FolderShape.DUMPEMBED)
         compare_load_paths(outs[0], source_report, tolerance)
         report.problems += [f"source folder: {p}" for p in source_report.problems]
         reference = np.asarray(outs[0]["st_document"])

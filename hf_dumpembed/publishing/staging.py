@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .push_checks import FolderKind, card_model_id, folder_kind
+from ..model.folder_schema import FolderShape
+from .push_checks import card_model_id, folder_kind
 from .staging_safety import scan_folder, stage_verified
 
 EVALUATION_HEADING = re.compile(r"^## Evaluation\s*$", re.MULTILINE)
@@ -47,7 +48,7 @@ def stage_for_repo(folder: str | Path, staging: Path, repo_id: str, source: str 
     if results_dir is None and old.exists() and EVALUATION_HEADING.search(old.read_text()):
         raise ValueError(f"the card of {folder} shows an evaluation table, and rendering it for {repo_id} needs the "
                          f"results again: pass --results DIR (as given to `hf-dumpembed card`).")
-    if folder_kind(staging) is FolderKind.STOCK and source is None:
+    if folder_kind(staging) is FolderShape.STOCK and source is None:
         raise ValueError(f"{folder} is a stock export whose card must be rendered for {repo_id} ({reason}): pass "
                          "--source with the DumpEmbed folder it was exported from.")
     from ..evaluation.results import card_evaluation

@@ -150,15 +150,15 @@ def test_a_refit_never_keeps_the_source_calibration(fitted, tmp_path: Path) -> N
 
 def test_verify_and_push_check_the_file(fitted, tmp_path: Path) -> None:
     from hf_dumpembed.export.verify import check_load_paths
-    from hf_dumpembed.model.folder_schema import folder_deviations
-    from hf_dumpembed.publishing.push_checks import FolderKind, FolderReport, static_checks
+    from hf_dumpembed.model.folder_schema import FolderShape, folder_deviations
+    from hf_dumpembed.publishing.push_checks import FolderReport, static_checks
 
     folder = fitted["spectemp"]
     report = check_load_paths(folder, TEXTS, include_mteb=False)
     assert report.ok and report.calibrated_dims == [16, 32]
     assert "quantization calibration: ok" in report.describe()
     assert folder_deviations(folder) == []  # quantization.json is a file the writers produce
-    published = FolderReport(folder, kind=FolderKind.DUMPEMBED)
+    published = FolderReport(folder, kind=FolderShape.DUMPEMBED)
     assert CALIBRATION_FILE in static_checks(folder, published)
     assert not [p for p in published.problems if CALIBRATION_FILE in p]
     # Another folder's calibration: measured on another projection.
@@ -169,7 +169,7 @@ def test_verify_and_push_check_the_file(fitted, tmp_path: Path) -> None:
     assert len(problems) == 1 and "another projection" in problems[0]
     report = check_load_paths(stale, TEXTS, include_mteb=False)
     assert not report.ok and "quantization calibration: FAIL" in report.describe()
-    published = FolderReport(stale, kind=FolderKind.DUMPEMBED)
+    published = FolderReport(stale, kind=FolderShape.DUMPEMBED)
     static_checks(stale, published)
     assert any("another projection" in p for p in published.problems)
     # A damaged file names the field.

@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 
 from hf_dumpembed.export.stock import export_stock_st
+from hf_dumpembed.model.folder_schema import FolderShape
 from hf_dumpembed.publishing.hub import push_folder
-from hf_dumpembed.publishing.push_checks import FolderKind, FolderReport, PublishRefused, compare_load_paths
+from hf_dumpembed.publishing.push_checks import FolderReport, PublishRefused, compare_load_paths
 from tests.support.card_fixtures import copy_model
 
 
@@ -99,10 +100,10 @@ def test_a_leak_that_slips_past_the_import_blocker_is_still_refused():
     vectors = np.eye(2, 4).tolist()
     out = {"leaked": True, "st_document": vectors, "st_query": vectors, "st_one_by_one": vectors,
            "automodel": vectors, "tokens": ["[CLS]", "[DUMP1]"], "automodel_class": "DumpEmbedModel"}
-    report = FolderReport(folder=Path("x"), kind=FolderKind.DUMPEMBED)
+    report = FolderReport(folder=Path("x"), kind=FolderShape.DUMPEMBED)
     compare_load_paths(out, report)
     assert report.problems == ["the folder's code imported hf_dumpembed, which users do not have"]
-    clean = FolderReport(folder=Path("x"), kind=FolderKind.DUMPEMBED)
+    clean = FolderReport(folder=Path("x"), kind=FolderShape.DUMPEMBED)
     compare_load_paths(out | {"leaked": False}, clean)
     assert clean.ok
 
@@ -129,12 +130,13 @@ def test_load_paths_that_disagree_are_refused(publishable, hub, tmp_path):  # no
 
 
 def test_push_refuses_a_file_that_names_a_private_path(bert_dump_model, tmp_path):
-    from hf_dumpembed.publishing.push_checks import FolderKind, FolderReport, static_checks
+    from hf_dumpembed.model.folder_schema import FolderShape
+    from hf_dumpembed.publishing.push_checks import FolderReport, static_checks
     from tests.support.card_fixtures import add_training_metadata, copy_model
 
     folder = copy_model(bert_dump_model, tmp_path / "model")
     add_training_metadata(folder)
     (folder / "training" / "data_files.json").write_text(json.dumps([{"path": str(Path.home() / "data" / "x")}]))
-    report = FolderReport(folder=folder, kind=FolderKind.DUMPEMBED)
+    report = FolderReport(folder=folder, kind=FolderShape.DUMPEMBED)
     static_checks(folder, report)
     assert any("training/data_files.json names a local absolute path" in p for p in report.problems)

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from hf_dumpembed.model.folder_schema import FolderShape
 from hf_dumpembed.publishing.hub import push_folder
-from hf_dumpembed.publishing.push_checks import FolderKind, FolderReport, PublishRefused, static_checks
+from hf_dumpembed.publishing.push_checks import FolderReport, PublishRefused, static_checks
 from hf_dumpembed.publishing.staging_safety import content_problem, safetensors_problem, scan_folder, stage_verified
 from tests.support.card_fixtures import add_training_metadata, copy_model
 
@@ -28,13 +29,13 @@ def folder(bert_dump_model, tmp_path) -> Path:
 
 
 def _problems(folder: Path) -> str:
-    report = FolderReport(folder=folder, kind=FolderKind.DUMPEMBED)
+    report = FolderReport(folder=folder, kind=FolderShape.DUMPEMBED)
     static_checks(folder, report)
     return "\n".join(report.problems)
 
 
 def test_a_clean_folder_passes_the_file_checks(folder):
-    report = FolderReport(folder=folder, kind=FolderKind.DUMPEMBED)
+    report = FolderReport(folder=folder, kind=FolderShape.DUMPEMBED)
     static_checks(folder, report)
     assert not [p for p in report.problems if "card" not in p and "README" not in p]
     assert any("regular file inside the folder" in line for line in report.passed)
@@ -255,7 +256,7 @@ def test_an_edited_remote_file_is_refused_unless_trusted(folder):
     modeling = folder / "modeling_dumpembed.py"
     modeling.write_text(modeling.read_text() + "\nEXTRA = 1\n")
     assert "modeling_dumpembed.py: differs from every version of hf_dumpembed's" in _problems(folder)
-    report = FolderReport(folder=folder, kind=FolderKind.DUMPEMBED)
+    report = FolderReport(folder=folder, kind=FolderShape.DUMPEMBED)
     static_checks(folder, report, trust_remote_code=True)
     assert not any("hf_dumpembed's own" in p for p in report.problems)
     assert any("published as trusted" in line for line in report.passed)

@@ -13,9 +13,10 @@ from huggingface_hub.errors import StrictDataclassError
 from safetensors.torch import load_file, save_file
 
 from hf_dumpembed.export.verify import ParityReport
+from hf_dumpembed.model.folder_schema import FolderShape
 from hf_dumpembed.projections.maths.spectrum import eigendecompose
 from hf_dumpembed.projections.maths.statistics import StreamingStats
-from hf_dumpembed.publishing.push_checks import FolderKind, FolderReport, compare_load_paths
+from hf_dumpembed.publishing.push_checks import FolderReport, compare_load_paths
 from tests.support.card_fixtures import copy_model
 
 
@@ -123,7 +124,7 @@ def test_push_comparison_treats_nan_as_a_failure():
     nan = [[float("nan"), 0.0]]
     out = {"leaked": False, "st_document": nan, "st_query": nan, "st_one_by_one": nan, "automodel": nan,
            "tokens": ["[CLS]"], "automodel_class": "DumpEmbedModel"}
-    report = FolderReport(folder=Path("."), kind=FolderKind.DUMPEMBED)
+    report = FolderReport(folder=Path("."), kind=FolderShape.DUMPEMBED)
     compare_load_paths(out, report)
     assert not report.ok
     assert any("NaN or infinite" in p for p in report.problems)
