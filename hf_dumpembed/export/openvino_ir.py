@@ -23,18 +23,38 @@ DEFAULT_CALIBRATION_SIZE = 300  # NNCF's default subset size; a seeded sample of
 CALIBRATION_SEED = 0
 
 
-def openvino_runner(xml: Path, precision: str, output_name: str, threads: int | None = None
+def openvino_runner(xml: Path, precision: str, output_name: str, threads: int | None = None, streams: bool = False
                     ) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
     """Compile the IR for CPU at ``precision`` (explicit: OpenVINO picks bf16 by itself on CPUs that have it); the
-    runner returns its output ``output_name``."""
+    runner returns its output ``output_name``. ``streams``: compiled with PERFORMANCE_HINT THROUGHPUT and each batch
+    split into one concurrent request per stream OpenVINO made (BENCHMARKS.md, "OpenVINO compile options"); otherwise
+    one request per batch, PERFORMANCE_HINT LATENCY when ``threads`` is given."""
     import openvino
 
     config: dict[str, object] = {"INFERENCE_PRECISION_HINT": precision}
     if threads is not None:
         config.update({"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY"})
+    if streams:
+        config["PERFORMANCE_HINT"] = "THROUGHPUT"
     compiled = openvino.Core().compile_model(str(xml), "CPU", config)
-    output = compiled.output(output_name)
-    return lambda batch: compiled(batch)[output]
+    if not streams:
+        output = compiled.output(output_name)
+        return lambda batch: compiled(batch)[output]
+    # Plain requests, never the compiled model's own one beside them, and no Python callbacks: OpenVINO 2026.4
+    # crashed on the first and hung on the second.
+    requests = [compiled.create_infer_request() for _ in range(int(compiled.get_property("NUM_STREAMS")))]
+
+    def split(batch: dict[str, np.ndarray]) -> np.ndarray:
+        rows = len(next(iter(batch.values())))
+        bounds = np.linspace(0, rows, min(len(requests), rows) + 1).astype(int)
+        started = list(zip(requests, bounds[:-1], bounds[1:], strict=False))
+        for request, start, stop in started:
+            request.start_async({name: np.ascontiguousarray(value[start:stop]) for name, value in batch.items()})
+        for request, _, _ in started:
+            request.wait()
+        return np.concatenate([request.get_tensor(output_name).data.copy() for request, _, _ in started])
+
+    return split
 
 
 def convert_openvino(onnx_path: Path, xml: Path) -> None:

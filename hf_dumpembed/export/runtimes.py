@@ -3,7 +3,8 @@
 One table (``RUNTIMES``) names them all: the torch model in fp32 and in bf16 (the model folder the export was made
 from), eager and compiled; the graphs of the export folder in onnxruntime (portable, fused, int8) and in OpenVINO
 (the IR compiled at f32 and at bf16 precision, NNCF's int8 IR at f32 and at bf16 precision for the parts left in
-float, and the IR with int8 weights whose activations OpenVINO quantises at run time, at both precisions). Each
+float, the latter also with each batch split over OpenVINO's THROUGHPUT streams, and the IR with int8 weights whose
+activations OpenVINO quantises at run time, at both precisions). Each
 runtime's *arithmetic* (fp32, bf16, int8) says which parity tolerance it is held to (``onnx.MIN_COSINE``,
 ``onnx.FP32_TOLERANCE``); ``available_runtimes`` opens those whose file and packages are present and says why the
 others are left out.
@@ -51,6 +52,7 @@ class RuntimeSpec:
     arithmetic: str  # "fp32", "bf16" or "int8"
     precision: str | None = None  # torch dtype name, or the OpenVINO inference precision
     compiled: bool = False  # torch: the backbone compiled by inductor (torch_compiled.py)
+    streams: bool = False  # OpenVINO: each batch split over the THROUGHPUT streams (openvino_ir.openvino_runner)
 
 
 RUNTIMES = (
@@ -66,6 +68,9 @@ RUNTIMES = (
     RuntimeSpec("OpenVINO int8", "openvino", f"{OPENVINO_DIR}/{OPENVINO_INT8_FILE}", "int8", "f32"),
     # the int8 IR with what stays float in bf16 (runs as f32 on CPUs without AVX512-BF16 / AMX)
     RuntimeSpec("OpenVINO int8 bf16", "openvino", f"{OPENVINO_DIR}/{OPENVINO_INT8_FILE}", "int8", "bf16"),
+    # the same, each batch split into concurrent requests over OpenVINO's THROUGHPUT streams (same vectors)
+    RuntimeSpec("OpenVINO int8 bf16 streams", "openvino", f"{OPENVINO_DIR}/{OPENVINO_INT8_FILE}", "int8", "bf16",
+                streams=True),
     # int8 weights, activations quantised at run time (openvino_int8_dynamic.py), at f32 and at bf16 precision
     RuntimeSpec("OpenVINO int8 dynamic", "openvino", f"{OPENVINO_DIR}/{OPENVINO_INT8_DYNAMIC_FILE}", "int8", "f32"),
     RuntimeSpec("OpenVINO int8 dynamic bf16", "openvino", f"{OPENVINO_DIR}/{OPENVINO_INT8_DYNAMIC_FILE}", "int8",
@@ -150,7 +155,7 @@ def open_runtime(spec: RuntimeSpec, export_dir: Path, model_dir: Path | None, th
         return torch_runner(model_dir, spec.precision, threads, spec.compiled)
     if spec.engine == "onnxruntime":
         return onnxruntime_runner(export_dir / spec.file, threads, spinning=False)
-    return openvino_runner(export_dir / spec.file, spec.precision, OUTPUT_NAME, threads)
+    return openvino_runner(export_dir / spec.file, spec.precision, OUTPUT_NAME, threads, spec.streams)
 
 
 def why_unavailable(spec: RuntimeSpec, export_dir: Path, model_dir: Path | None) -> str | None:

@@ -49,6 +49,25 @@ def bench(full_export):
     return serve_bench(full_export, options=QUICK, runtimes=EAGER)
 
 
+def test_the_streams_runtime_splits_batches_and_gives_the_one_request_vectors(full_export, bert_dump_model):
+    from transformers import AutoTokenizer
+
+    opened, skipped = available_runtimes(full_export, bert_dump_model, threads=2,
+                                         names=["OpenVINO int8 bf16", "OpenVINO int8 bf16 streams"])
+    assert not skipped
+    one_request, streams = (runtime.run for runtime in opened)
+    tokenizer = AutoTokenizer.from_pretrained(str(full_export))
+    for texts in (CALIBRATION[:1], CALIBRATION[:2], CALIBRATION[:5]):  # fewer rows than streams, odd splits
+        batch = {name: value.astype(np.int64) for name, value in
+                 tokenizer(texts, padding=True, return_tensors="np").items() if name != "token_type_ids"}
+        batch |= {"token_type_ids": np.zeros_like(batch["input_ids"])} if "token_type_ids" in json.loads(
+            (full_export / MANIFEST_FILE).read_text())["inputs"] else {}
+        expected, got = one_request(batch), streams(batch)
+        assert got.shape == expected.shape == (len(texts), expected.shape[1])
+        cosines = (got * expected).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(expected, axis=1)
+        assert cosines.min() > 0.9999  # the same graph and arithmetic; only the threads per request differ
+
+
 def test_every_runtime_of_the_export_is_timed_and_checked(bench):
     names = [r.name for r in bench.results]
     assert names == EAGER  # the export carries every graph; torch comes from the recorded source

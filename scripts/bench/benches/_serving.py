@@ -106,12 +106,19 @@ def measure_quality(runs: dict[str, Runner], tokenizer, inputs: list[str], data_
     return quality
 
 
+SOURCES = {"short": "stdlib docstring paragraphs", "long": "stdlib function sources"}
+
+
+def length_texts(args: argparse.Namespace) -> dict[str, list[str]]:
+    """The short (--short docstring paragraphs) and long (--long function sources) texts a serving bench times."""
+    return {"short": stdlib_docstrings(args.short), "long": stdlib_sources(args.long)}
+
+
 def time_lengths(result: dict[str, Any], runs: dict[str, Runner], tokenizer, inputs: list[str],
                  args: argparse.Namespace) -> None:
     """Speed per runtime on short and long texts into ``result["lengths"]`` (a warm-up batch each, then --repeats
     repeats interleaved per batch), with the load averages around it."""
-    sources = {"short": (stdlib_docstrings(args.short), "stdlib docstring paragraphs"),
-               "long": (stdlib_sources(args.long), "stdlib function sources")}
+    sources = {length: (texts, SOURCES[length]) for length, texts in length_texts(args).items()}
     result["lengths"] = {}
     with load_recorded(result):
         for length, (texts, source) in sources.items():
