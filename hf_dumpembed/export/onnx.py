@@ -41,20 +41,22 @@ import torch
 from .._utils.folders import staged_output
 from ..remote import DumpEmbedModel
 from ..remote.configuration_dumpembed import PADDING_SENSITIVE_POOLING
-from .artefacts import INT8_FILE, MANIFEST_FILE, ONNX_FILE, OPENVINO_INT8_DYNAMIC_FILE, OPTIMIZED_FILE, OUTPUT_NAME
+from .artefacts import (
+    INT8_FILE,
+    MANIFEST_FILE,
+    ONNX_FILE,
+    OPENVINO_DIR,
+    OPENVINO_FILE,
+    OPENVINO_INT8_DYNAMIC_FILE,
+    OPENVINO_INT8_FILE,
+    OPTIMIZED_FILE,
+    OUTPUT_NAME,
+)
 from .embedding_graph import EmbeddingGraph, graph_inputs
 from .onnx_optimize import SINGLE_FILE_LIMIT, fuse_for_onnxruntime
 from .openvino_int8_dynamic import compress_openvino_int8
 from .openvino_int8_static import Int8Options, quantize_openvino_int8
-from .openvino_ir import (
-    OPENVINO_DIR,
-    OPENVINO_FILE,
-    OPENVINO_INT8_FILE,
-    calibration_inputs,
-    calibration_sample,
-    convert_openvino,
-    openvino_runner,
-)
+from .openvino_ir import calibration_inputs, calibration_sample, convert_openvino, openvino_runner
 from .ort_int8 import OrtInt8Options, quantize_onnxruntime_int8
 from .prompt_tokenizers import write_prompt_tokenizers
 from .runtimes import onnxruntime_runner, row_cosines, torch_vectors

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -22,13 +23,12 @@ SECTIONS = _sections(TEMPLATE_FILE.read_text(encoding="utf-8"))
 
 def render_readme(model_dir: Path, manifest: dict[str, Any], folder: Path, model_id: str | None = None) -> str:
     """The README for the export in ``folder`` (``manifest`` as written to onnx_export.json)."""
-    import json
+    from tokenizers import Tokenizer
 
     tokenizer_config = json.loads((folder / "tokenizer_config.json").read_text())
     pad_token = tokenizer_config.get("pad_token") or "[PAD]"
-    from tokenizers import Tokenizer
-
-    pad_id = Tokenizer.from_file(str(folder / "tokenizer.json")).token_to_id(pad_token) or 0
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    pad_id = tokenizer.token_to_id(pad_token) or 0
     inputs = manifest["inputs"]
     path = "path/to/this/folder"
     files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
@@ -43,7 +43,7 @@ def render_readme(model_dir: Path, manifest: dict[str, Any], folder: Path, model
     fused = OPTIMIZED_FILE in files
     ort_file = OPTIMIZED_FILE if fused else ONNX_FILE
     openvino = manifest.get("openvino_precision")
-    pads = Tokenizer.from_file(str(folder / "tokenizer.json")).padding is not None
+    pads = tokenizer.padding is not None
     padding_line = "" if pads else f'\ntokenizer.enable_padding(pad_id={pad_id}, pad_token="{pad_token}")'
     tokenizer_comment = f"# tokenizer.json {'pads each batch to its longest text, ' if pads else ''}truncates at " \
                         f"{max_length} tokens"

@@ -15,8 +15,6 @@ from pathlib import Path
 
 import numpy as np
 
-from .artefacts import OPENVINO_DIR, OPENVINO_FILE, OPENVINO_INT8_FILE  # noqa: F401  (their names, as before)
-
 logger = logging.getLogger(__name__)
 
 DEFAULT_CALIBRATION_SIZE = 300  # NNCF's default subset size; a seeded sample of the calibration texts when more
