@@ -15,13 +15,20 @@ from hf_dumpembed.cli import main  # noqa: E402
 from hf_dumpembed.data.sample_texts import stdlib_docstrings, stdlib_sources  # noqa: E402
 from hf_dumpembed.export import torch_compiled  # noqa: E402
 from hf_dumpembed.export.onnx import MANIFEST_FILE, export_onnx  # noqa: E402
-from hf_dumpembed.export.runtimes import COMPILED_RUNTIMES, RUNTIME_NAMES, available_runtimes, spec_of  # noqa: E402
+from hf_dumpembed.export.runtimes import (  # noqa: E402
+    COMPILED_RUNTIMES,
+    RUNTIME_NAMES,
+    available_runtimes,
+    row_cosines,
+    spec_of,
+)
 from hf_dumpembed.export.serve_bench import (  # noqa: E402
     ISA_FLAGS,
     SECTION_START,
     MeasureOptions,
     RuntimeResult,
     cpu_flags,
+    length_sorted_batches,
     recommend,
     record_in_export,
     serve_bench,
@@ -57,14 +64,12 @@ def test_the_streams_runtime_splits_batches_and_gives_the_one_request_vectors(fu
     assert not skipped
     one_request, streams = (runtime.run for runtime in opened)
     tokenizer = AutoTokenizer.from_pretrained(str(full_export))
+    inputs = json.loads((full_export / MANIFEST_FILE).read_text())["inputs"]
     for texts in (CALIBRATION[:1], CALIBRATION[:2], CALIBRATION[:5]):  # fewer rows than streams, odd splits
-        batch = {name: value.astype(np.int64) for name, value in
-                 tokenizer(texts, padding=True, return_tensors="np").items() if name != "token_type_ids"}
-        batch |= {"token_type_ids": np.zeros_like(batch["input_ids"])} if "token_type_ids" in json.loads(
-            (full_export / MANIFEST_FILE).read_text())["inputs"] else {}
+        (batch,), _ = length_sorted_batches(tokenizer, texts, len(texts), inputs, max_length=64)
         expected, got = one_request(batch), streams(batch)
         assert got.shape == expected.shape == (len(texts), expected.shape[1])
-        cosines = (got * expected).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(expected, axis=1)
+        cosines = row_cosines(got, expected)
         assert cosines.min() > 0.9999  # the same graph and arithmetic; only the threads per request differ
 
 
