@@ -15,3 +15,10 @@ TRUST_HELP = ("run the folder's Python even when it is not hf_dumpembed's own re
 def add_trust_flag(parser: argparse.ArgumentParser) -> None:
     """The ``--trust-remote-code`` flag of every command that loads a model folder."""
     parser.add_argument("--trust-remote-code", action="store_true", help=TRUST_HELP)
+
+
+def add_command(commands: argparse._SubParsersAction, name: str, summary: str,
+                description: str) -> argparse.ArgumentParser:
+    """A subcommand listed with ``summary`` whose ``--help`` prints ``description`` with its line breaks kept."""
+    return commands.add_parser(name, help=summary, description=description,
+                               formatter_class=argparse.RawDescriptionHelpFormatter)

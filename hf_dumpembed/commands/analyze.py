@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .._utils.console import say
-from . import add_trust_flag
+from . import add_command, add_trust_flag
 
 ANALYZE_DESCRIPTION = """\
 Token-level analysis of MODEL (and --compare OTHER, side by side), the [DUMP] paper's Figure 2: for each
@@ -37,10 +37,8 @@ def _analyze(args: argparse.Namespace) -> None:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    analyze = commands.add_parser(
-        "analyze", help="token-level analysis: group norms, stopword attention, decoder logit lens",
-        description=ANALYZE_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    analyze = add_command(commands, "analyze", "token-level analysis: group norms, stopword attention, decoder logit "
+                          "lens", ANALYZE_DESCRIPTION)
     analyze.add_argument("model", help="a DumpEmbed model folder")
     analyze.add_argument("--compare", action="append", default=None, metavar="OTHER",
                          help="another model folder to show side by side (repeatable), e.g. the K=0 baseline")

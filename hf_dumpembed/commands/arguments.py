@@ -1,6 +1,6 @@
 """Argument types shared by the subcommands' parsers (argparse ``type=`` callables).
 
-Every float option of every command uses :func:`finite_float`, so NaN, infinities and values out of the option's
+Every float option of every command uses :class:`FiniteFloat`, so NaN, infinities and values out of the option's
 range are refused while the command line is parsed, with argparse's one-line error naming the flag::
 
     hf-dumpembed serve-bench: error: argument --seconds: must be a finite number >= 0; got 'nan'
@@ -19,7 +19,8 @@ def _number(value: float) -> str:
 
 class FiniteFloat:
     """An argparse ``type=``: a finite float within a range (each end open or closed, either end absent), or one
-    of the ``words`` (case-insensitive), which stand for the float they map to (e.g. ``off``)."""
+    of the ``words`` (case-insensitive), which stand for the float they map to (e.g. ``{"off": -1.0}``). NaN, ±inf
+    and values outside the range are refused with an ``argparse.ArgumentTypeError`` that names the range."""
 
     def __init__(self, minimum: float | None = None, maximum: float | None = None, *, min_inclusive: bool = True,
                  max_inclusive: bool = True, words: Mapping[str, float] | None = None) -> None:
@@ -70,12 +71,5 @@ class FiniteFloat:
         return value
 
     def __repr__(self) -> str:
-        return f"finite_float({self.allowed!r})"
+        return f"FiniteFloat({self.allowed!r})"
 
-
-def finite_float(minimum: float | None = None, maximum: float | None = None, *, min_inclusive: bool = True,
-                 max_inclusive: bool = True, words: Mapping[str, float] | None = None) -> FiniteFloat:
-    """The ``type=`` of a float option: refuses NaN, ±inf and values outside ``minimum`` .. ``maximum`` (each
-    bound optional, inclusive unless told otherwise) with an ``argparse.ArgumentTypeError`` that names the range;
-    ``words`` (e.g. ``{"off": -1.0}``) are accepted as the float they map to."""
-    return FiniteFloat(minimum, maximum, min_inclusive=min_inclusive, max_inclusive=max_inclusive, words=words)

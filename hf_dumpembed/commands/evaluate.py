@@ -6,7 +6,7 @@ import argparse
 
 from .._utils.console import say
 from ..data.corpora import HELD_OUT
-from . import add_trust_flag
+from . import add_command, add_trust_flag
 
 EVAL_DESCRIPTION = f"""\
 Evaluate MODEL with mteb through its stock sentence-transformers wrapper (trust_remote_code=True), print
@@ -108,10 +108,8 @@ def _report(args: argparse.Namespace) -> None:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    evaluate = commands.add_parser(
-        "eval", help="evaluate a model with mteb (local BEIR folders or official tasks)",
-        description=EVAL_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    evaluate = add_command(commands, "eval", "evaluate a model with mteb (local BEIR folders or official tasks)",
+                           EVAL_DESCRIPTION)
     evaluate.add_argument("model", help="a DumpEmbed model folder")
     evaluate.add_argument("--task", action="append", required=True, metavar="PATH_OR_NAME",
                           help="task to run (repeatable); see above")
@@ -151,10 +149,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     submission.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
     submission.set_defaults(func=_submission)
 
-    report = commands.add_parser(
-        "report", help="markdown tables (method x task x k, mean ± std over seeds) from results",
-        description=REPORT_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    report = add_command(commands, "report", "markdown tables (method x task x k, mean ± std over seeds) from results",
+                         REPORT_DESCRIPTION)
     report.add_argument("inputs", nargs="*", metavar="INPUT", help="mteb results folders and/or JSON row files")
     report.add_argument("--metric", default="ndcg_at_10", help="score key (default: ndcg_at_10)")
     report.add_argument("--tasks", nargs="+", default=None, help="columns, in order (default: all, sorted)")

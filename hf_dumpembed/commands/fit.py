@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 from .._utils.checked import strip_annotation
 from ..projections.registry import METHODS
 from ..remote.configuration_dumpembed import PROMPT_MODES
-from . import add_trust_flag
-from .arguments import finite_float
+from . import add_command, add_trust_flag
+from .arguments import FiniteFloat
 
 if TYPE_CHECKING:
     from ..projections.methods.base import ProjectionMethod
@@ -85,7 +85,7 @@ def _option_flags() -> dict[str, dict[str, Any]]:
             elif "choices" in extra:
                 flag["choices"] = list(extra["choices"])
             else:
-                flag["type"] = finite_float(*_bounds(field)) if kind is float else kind
+                flag["type"] = FiniteFloat(*_bounds(field)) if kind is float else kind
                 flag["metavar"] = extra.get("metavar", name.upper())
             flags[name] = flag
     return flags
@@ -122,12 +122,8 @@ def _fit(args: argparse.Namespace) -> None:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
-        "fit",
-        help="fit a post-hoc projection (SpecTemp, EmbedFilter, PCA, ...) into a new model folder",
-        description=description(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = add_command(commands, "fit", "fit a post-hoc projection (SpecTemp, EmbedFilter, PCA, ...) into a new "
+                         "model folder", description())
     parser.add_argument("model", help="a DumpEmbed model folder (never modified)")
     parser.add_argument("out", help="the new model folder (must not exist or be empty, unless --overwrite)")
     parser.add_argument("--method", required=True, choices=list(METHODS),

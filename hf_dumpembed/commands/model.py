@@ -10,7 +10,7 @@ from ..model.backbone import DTYPES
 from ..model.embeddings import INIT_HELP, DumpInit
 from ..remote.configuration_dumpembed import POOLING_MODES, PROMPT_MODES, ST_POOLING_MODES
 from . import add_trust_flag
-from .arguments import finite_float
+from .arguments import FiniteFloat
 
 
 def looks_like_a_path(name: str) -> bool:
@@ -99,9 +99,8 @@ def _card(args: argparse.Namespace) -> None:
         check_repo_id(args.model_id, "--model-id")
     if args.revision is not None:
         check_revision(args.revision)
-    evaluation = None
-    if args.results is not None:
-        evaluation = card_evaluation(args.results, args.model, args.model_id, args.results_model)
+    evaluation = None if args.results is None else card_evaluation(args.results, args.model, args.model_id,
+                                                                     args.results_model)
     path = write_card(args.model, model_id=args.model_id, revision=args.revision, evaluation=evaluation,
                       source=args.source)
     say(f"Wrote {path}")
@@ -191,7 +190,7 @@ def _add_verify(commands: argparse._SubParsersAction) -> None:
     verify.add_argument("model", help="a DumpEmbed model folder")
     verify.add_argument("--stock", default=None, help="a stock export of MODEL to compare too")
     verify.add_argument("--texts", default=None, help="a text file, one input per line (default: built-in samples)")
-    verify.add_argument("--tolerance", type=finite_float(minimum=0), default=1e-5,
+    verify.add_argument("--tolerance", type=FiniteFloat(minimum=0), default=1e-5,
                         help="largest allowed |difference|, >= 0 (default: 1e-5)")
     add_trust_flag(verify)
     verify.set_defaults(func=_verify)

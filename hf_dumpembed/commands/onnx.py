@@ -10,8 +10,8 @@ from ..export.onnx import OPENVINO_PRECISIONS
 from ..export.openvino_int8_static import DEFAULT_PRESET, IGNORABLE, PRESETS, SMOOTH_QUANT_OFF
 from ..export.openvino_ir import DEFAULT_CALIBRATION_SIZE
 from ..export.ort_int8 import BLOCK_SIZES
-from . import add_trust_flag
-from .arguments import finite_float
+from . import add_command, add_trust_flag
+from .arguments import FiniteFloat
 
 DESCRIPTION = """\
 Export MODEL (a DumpEmbed folder) as OUT/model.onnx: one graph from the tokenizer's output to the final embedding
@@ -88,7 +88,7 @@ NNCF_FLAGS = {"preset": "--int8-preset", "smooth_quant_alpha": "--int8-smooth-qu
 
 
 # --int8-smooth-quant: an alpha in [0, 1] (Int8Options checks it too, for Python callers), or ``off``.
-smooth_quant_alpha = finite_float(0, 1, words={"off": SMOOTH_QUANT_OFF})
+smooth_quant_alpha = FiniteFloat(0, 1, words={"off": SMOOTH_QUANT_OFF})
 
 
 def flags_given(values: dict[str, object], defaults: object, flags: dict[str, str]) -> list[str]:
@@ -103,9 +103,8 @@ def int8_options(args: argparse.Namespace):
     --openvino (named first: without them none applies), or for a bad value."""
     from ..export.openvino_int8_static import Int8Options
 
-    values = {"preset": args.int8_preset, "smooth_quant_alpha": args.int8_smooth_quant,
-              "calibration_size": args.calibration_size, "ignore": tuple(args.int8_float or ()),
-              "max_cosine_drop": args.int8_accuracy_control}
+    values = {field: getattr(args, flag[2:].replace("-", "_")) for field, flag in NNCF_FLAGS.items()}
+    values["ignore"] = tuple(values["ignore"] or ())
     given = flags_given(values, Int8Options(), NNCF_FLAGS)
     if given and not (args.int8 and args.openvino):
         raise ValueError(f"{', '.join(given)} choose how OpenVINO int8 is quantised; add --int8 --openvino.")
@@ -154,12 +153,8 @@ def _export_onnx(args: argparse.Namespace) -> None:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
-        "export-onnx",
-        help="export the whole model as one ONNX graph (optionally int8 and OpenVINO)",
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = add_command(commands, "export-onnx",
+                         "export the whole model as one ONNX graph (optionally int8 and OpenVINO)", DESCRIPTION)
     parser.add_argument("model", help="a DumpEmbed model folder")
     parser.add_argument("out", help="output folder (must not exist or be empty, unless --overwrite)")
     parser.add_argument("--int8", action="store_true", help="also write model_int8.onnx (dynamic int8 quantisation)")
@@ -191,7 +186,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                              "(default: NNCF's 0.95), or off")
     parser.add_argument("--int8-float", nargs="+", choices=list(IGNORABLE), default=None, metavar="PART",
                         help=f"with --int8 --openvino: parts kept in float ({', '.join(IGNORABLE)})")
-    parser.add_argument("--int8-accuracy-control", type=finite_float(0, 1, min_inclusive=False, max_inclusive=False),
+    parser.add_argument("--int8-accuracy-control", type=FiniteFloat(0, 1, min_inclusive=False, max_inclusive=False),
                         default=None, metavar="DROP",
                         help="with --int8 --openvino: NNCF accuracy-aware quantisation, allowing this drop in mean "
                              "cosine to the f32 vectors on 100 held-back calibration texts, 0 < DROP < 1 (e.g. "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .._utils.console import say
-from . import add_trust_flag
+from . import add_command, add_trust_flag
 
 DESCRIPTION = """\
 Publish MODEL (a DumpEmbed folder, or its stock export from `hf-dumpembed export-st`) to the Hub as REPO_ID.
@@ -73,12 +73,8 @@ def _push(args: argparse.Namespace) -> None:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    push = commands.add_parser(
-        "push",
-        help="check a model folder as users receive it, then upload it to the Hub",
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    push = add_command(commands, "push", "check a model folder as users receive it, then upload it to the Hub",
+                       DESCRIPTION)
     push.add_argument("model", help="a DumpEmbed model folder, or its stock export")
     push.add_argument("repo_id", help="the Hub repo, owner/name (created when missing)")
     push.add_argument("--private", action="store_true", help="create the repo private (no effect if it exists)")

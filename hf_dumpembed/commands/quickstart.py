@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..data.corpora import COLLECTIONS, EVAL_COLLECTIONS, TRAIN_COLLECTION
+from . import add_command
 
 _HELD_OUT = ", ".join(EVAL_COLLECTIONS[:-1]) + " and " + EVAL_COLLECTIONS[-1]
 _FROM_DEBIAN = "/".join(c.name for c in COLLECTIONS if c.name in EVAL_COLLECTIONS and not c.offline)
@@ -45,10 +46,8 @@ def _quickstart(args: argparse.Namespace) -> None:
 def register(commands: argparse._SubParsersAction) -> None:
     from ..quickstart.options import DEFAULT_REPO_ID
 
-    parser = commands.add_parser(
-        "quickstart", help="the main job: train, fit, evaluate, verify and stage a model end to end",
-        description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = add_command(commands, "quickstart",
+                         "the main job: train, fit, evaluate, verify and stage a model end to end", DESCRIPTION)
     parser.add_argument("--output-dir", default="hf-dumpembed-quickstart",
                         help="where models, results and plots go (default: ./hf-dumpembed-quickstart)")
     parser.add_argument("--fast", action="store_true",

@@ -8,8 +8,8 @@ import shlex
 from pathlib import Path
 
 from .._utils.console import say
-from . import add_trust_flag
-from .arguments import finite_float
+from . import add_command, add_trust_flag
+from .arguments import FiniteFloat
 
 DESCRIPTION = """\
 Time every runtime EXPORT (an `hf-dumpembed export-onnx` folder) can be served with, on this machine: torch fp32 and
@@ -81,7 +81,7 @@ def add_measuring_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = MeasureOptions()
     parser.add_argument("--threads", type=int, default=None,
                         help="threads of every runtime (default: the CPUs this process may use)")
-    parser.add_argument("--seconds", type=finite_float(minimum=0), default=defaults.seconds,
+    parser.add_argument("--seconds", type=FiniteFloat(minimum=0), default=defaults.seconds,
                         help=f"timing per runtime and length, at least (default: {defaults.seconds:g}; at least 3 "
                              "repeats, so 0 times the 3 repeats only)")
     parser.add_argument("--short", type=int, default=defaults.short,
@@ -102,10 +102,9 @@ def add_measuring_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
-        "serve-bench", help="time an ONNX export's runtimes on this machine and record the fastest within tolerance",
-        description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = add_command(commands, "serve-bench",
+                         "time an ONNX export's runtimes on this machine and record the fastest within tolerance",
+                         DESCRIPTION)
     parser.add_argument("export", help="an `hf-dumpembed export-onnx` folder")
     parser.add_argument("--model", default=None, help="the DumpEmbed folder it was exported from (default: the "
                         "source onnx_export.json records, when it is still there; without one, torch is not timed "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from . import add_trust_flag
+from . import add_command, add_trust_flag
 
 DESCRIPTION = """\
 Fine-tune a DumpEmbed model with the [DUMP] paper's recipe: InfoNCE on cosine similarity (scale 20) with
@@ -37,12 +37,7 @@ def _train(args: argparse.Namespace) -> None:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
-        "train",
-        help="fine-tune a DumpEmbed model from a YAML run config",
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = add_command(commands, "train", "fine-tune a DumpEmbed model from a YAML run config", DESCRIPTION)
     parser.add_argument("config", help="YAML run config (see scripts/configs/*.yaml)")
     add_trust_flag(parser)
     parser.add_argument("--resume", action="store_true",

@@ -56,7 +56,6 @@ def retrieval_metrics(
     if len(set(document_ids)) != len(document_ids):
         raise ValueError("document_ids has duplicates.")
     query_ids, document_ids = [str(q) for q in query_ids], [str(d) for d in document_ids]
-    known_queries, known_documents = set(query_ids), set(document_ids)
     judged = {
         str(q): {str(d): int(s) for d, s in docs.items()}
         for q, docs in qrels.items()
@@ -64,7 +63,7 @@ def retrieval_metrics(
     }
     if not judged:
         raise ValueError("qrels has no query with a positive judgement.")
-    unknown = unknown_judgement(judged, known_queries, known_documents)
+    unknown = unknown_judgement(judged, set(query_ids), set(document_ids))
     if unknown and unknown[1] is None:
         raise ValueError(f"qrels query id {unknown[0]!r} is not among query_ids.")
     if unknown:

@@ -29,7 +29,6 @@ from ..model.papers import PAPERS
 from ..model.projection_record import ProjectionInfo
 from ..projections.registry import METHODS
 
-LOADER_KWARGS = {"trust_remote_code": True}  # the stock wrapper's, for a Hub name (the submission kit)
 FRAMEWORK = ["Sentence Transformers", "PyTorch", "Transformers"]  # every folder: ST, AutoModel (remote code), torch
 # mteb framework literal -> files of an export in the folder (`export-onnx` layout, or sentence-transformers' onnx/
 # and openvino/ backend folders).
@@ -153,9 +152,7 @@ def selectable_dims(config: dict[str, Any]) -> int | list[int]:
 def folder_facts(config: dict[str, Any]) -> dict[str, Any]:
     """What a DumpEmbed folder is: [DUMP] count K, pooling, and its fitted projection (None when it has none)."""
     info = ProjectionInfo.from_config(config)
-    projection = None
-    if info is not None:
-        projection = {"method": info.method, "mode": info.mode, "dim": int(config["projection_dim"])}
+    projection = {"method": info.method, "mode": info.mode, "dim": int(config["projection_dim"])} if info else None
     return {"num_dump_tokens": int(config.get("num_dump_tokens") or 0), "pooling": config.get("pooling"),
             "projection": projection}
 
@@ -288,8 +285,8 @@ def build_model_meta(model_dir: str | Path, options: SubmissionOptions = Submiss
     training_info = config.get("training_info") or {}
     training_datasets = {str(d["name"]) for d in training_info.get("datasets", []) if d.get("name")}
     release_date = options.release_date or (training_info.get("trained_at") or "")[:10] or dt.date.today().isoformat()
-    if hub_loader:
-        loader, loader_kwargs = SentenceTransformerEncoderWrapper, dict(LOADER_KWARGS)
+    if hub_loader:  # the stock wrapper, for a Hub name (the submission kit)
+        loader, loader_kwargs = SentenceTransformerEncoderWrapper, {"trust_remote_code": True}
     else:
         loader = functools.partial(load_dumpembed_folder, folder=str(model_dir.resolve()))
         loader_kwargs = {"dumpembed": folder_facts(config)} | ({"trust_remote_code": True} if trust_remote_code else {})

@@ -57,13 +57,11 @@ def expand_task_names(specs: list[str], data_dir: str | Path = DEFAULT_DATA_DIR)
     """Resolve each ``--task`` value: a BEIR folder path, a local collection name (under ``data_dir``), a group
     (``dump-standard``, ``dump-longembed``, ``dump-paper``, ``local``) or an official mteb task name."""
     data_dir = Path(data_dir)
-    resolved: list[TaskSpec] = []
+    unique: dict[tuple[str, Path | None], TaskSpec] = {}
     for spec in specs:
         for name in GROUPS.get(spec, (spec,)):
-            resolved.append(_resolve_one(name, data_dir))
-    unique: dict[tuple[str, Path | None], TaskSpec] = {}
-    for task in resolved:
-        unique.setdefault((task.name, task.folder), task)
+            task = _resolve_one(name, data_dir)
+            unique.setdefault((task.name, task.folder), task)
     return list(unique.values())
 
 

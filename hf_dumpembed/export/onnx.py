@@ -60,11 +60,10 @@ from .openvino_ir import calibration_inputs, calibration_sample, convert_openvin
 from .ort_int8 import OrtInt8Options, quantize_onnxruntime_int8
 from .prompt_tokenizers import write_prompt_tokenizers
 from .runtimes import onnxruntime_runner, row_cosines, torch_vectors
-from .stock_compat import legacy_tokenizer_config
+from .stock_compat import copy_tokenizer_files, legacy_tokenizer_config
 
 logger = logging.getLogger(__name__)
 
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 OPENVINO_PRECISIONS = ("f32", "bf16")
 OPSET = 18
 
@@ -190,21 +189,10 @@ OPENVINO_INT8_HINT = (
     "quantised at run time, nothing calibrated: min cosine 0.998 on a trained MiniLM, 0.9986 on SmolLM2-135M).")
 
 
-def check_parity(name: str, kind: str, run: Callable[[dict[str, np.ndarray]], np.ndarray],
-                 batches: dict[str, dict[str, np.ndarray]], references: dict[str, np.ndarray]) -> list[Parity]:
-    """One Parity per batch of `parity_batches`; NaN-safe."""
-    results = []
-    for side, batch in batches.items():
-        results.append(compare(f"{name} ({side})", references[side], run(batch), kind))
-    return results
-
-
 def write_tokenizer_files(model_dir: Path, out_dir: Path) -> None:
     """The model's tokenizer files; tokenizer_config.json in the form transformers 4.x and 5.x both read, and a
     tokenizer.json that pads as well as truncates (`pad_in_tokenizer_file`)."""
-    for name in TOKENIZER_FILES:
-        if (model_dir / name).exists():
-            shutil.copyfile(model_dir / name, out_dir / name)
+    copy_tokenizer_files(model_dir, out_dir)
     config_path = out_dir / "tokenizer_config.json"
     if config_path.exists():
         config = legacy_tokenizer_config(json.loads(config_path.read_text()))
@@ -378,7 +366,7 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, int8: bool = Fals
 
     def check(name: str, kind: str, run: Callable, strict: bool = True, hint: str = "") -> bool:
         """Record the graph's parity; beyond tolerance: raise, ending with ``hint`` (strict), or return False."""
-        parities = check_parity(name, kind, run, batches, references)
+        parities = [compare(f"{name} ({side})", references[side], run(batch), kind) for side, batch in batches.items()]
         for parity in parities:
             logger.info("%s", parity.describe().strip())
         ok = all(p.ok for p in parities)

@@ -64,8 +64,7 @@ def convert_openvino(onnx_path: Path, xml: Path) -> None:
     openvino.save_model(model, str(xml), compress_to_fp16=False)
 
 
-def calibration_sample(texts: Sequence[str], limit: int = DEFAULT_CALIBRATION_SIZE, seed: int = CALIBRATION_SEED
-                       ) -> list[str]:
+def calibration_sample(texts: Sequence[str], limit: int = DEFAULT_CALIBRATION_SIZE) -> list[str]:
     """All non-blank ``texts`` up to ``limit``, else a seeded sample of ``limit`` of them (in their order)."""
     texts = [t for t in texts if t and t.strip()]
     if not texts:
@@ -73,7 +72,7 @@ def calibration_sample(texts: Sequence[str], limit: int = DEFAULT_CALIBRATION_SI
                          "its fit corpus: export-onnx --calibration PATH.")
     if len(texts) <= limit:
         return texts
-    keep = np.sort(np.random.default_rng(seed).choice(len(texts), size=limit, replace=False))
+    keep = np.sort(np.random.default_rng(CALIBRATION_SEED).choice(len(texts), size=limit, replace=False))
     return [texts[i] for i in keep]
 
 

@@ -143,33 +143,21 @@ def prompt_tokenizer(tokenizer_path: Path, side: str, prompt: str) -> tuple[Prom
     content to write."""
     from tokenizers import Tokenizer
 
+    def refused(reason: str, ids: list[int] | None = None) -> tuple[PromptTokenizer, None]:
+        return PromptTokenizer(side, prompt, None, ids, reason=reason), None
+
     content = json.loads(tokenizer_path.read_text(encoding="utf-8"))
     if template_processor(content) is None:
-        return PromptTokenizer(
-            side,
-            prompt,
-            None,
-            reason=(
-                "its tokenizer.json has no TemplateProcessing post-processor to put the prompt's ids in: prepend the "
-                f"prompt string to each {side} before tokenizing"
-            ),
-        ), None
+        return refused("its tokenizer.json has no TemplateProcessing post-processor to put the prompt's ids in: "
+                       f"prepend the prompt string to each {side} before tokenizing")
     tokenizer = Tokenizer.from_str(json.dumps(content))
     ids, tokens = prompt_ids(tokenizer, prompt)
     prompted_content = with_prompt_ids(content, ids, tokens)
     problem = first_difference(tokenizer, Tokenizer.from_str(json.dumps(prompted_content)), prompt)
     if problem is not None:
-        return PromptTokenizer(
-            side,
-            prompt,
-            None,
-            ids,
-            reason=(
-                f"the prompt {prompt!r} does not tokenize the same whatever text follows it ({problem}), so no "
-                "fixed ids in the template give the model's tokens: prepend the prompt string to each "
-                f"{side} before tokenizing with tokenizer.json"
-            ),
-        ), None
+        return refused(f"the prompt {prompt!r} does not tokenize the same whatever text follows it ({problem}), so "
+                       "no fixed ids in the template give the model's tokens: prepend the prompt string to each "
+                       f"{side} before tokenizing with tokenizer.json", ids)
     return PromptTokenizer(side, prompt, PROMPT_TOKENIZER_FILES[side], ids), prompted_content
 
 

@@ -79,7 +79,6 @@ RUNTIMES = (
 RUNTIME_NAMES = tuple(spec.name for spec in RUNTIMES)
 # The runtimes that compile on their first batches (tens of seconds each): the default test run leaves them out.
 COMPILED_RUNTIMES = tuple(spec.name for spec in RUNTIMES if spec.compiled)
-ENGINE_PACKAGES = {"torch": "torch", "onnxruntime": "onnxruntime", "openvino": "openvino"}
 
 
 def row_cosines(vectors: np.ndarray, reference: np.ndarray) -> np.ndarray:
@@ -166,8 +165,8 @@ def why_unavailable(spec: RuntimeSpec, export_dir: Path, model_dir: Path | None)
         return "no model folder (give --model)"
     if spec.file is not None and not (export_dir / spec.file).is_file():
         return f"{spec.file} is not in the export"
-    if importlib.util.find_spec(ENGINE_PACKAGES[spec.engine]) is None:
-        return f"{ENGINE_PACKAGES[spec.engine]} is not installed"
+    if importlib.util.find_spec(spec.engine) is None:  # each engine is its package's name
+        return f"{spec.engine} is not installed"
     if spec.compiled:
         from . import torch_compiled
 

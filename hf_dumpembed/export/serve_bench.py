@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from .._utils.tables import render_markdown
 from .artefacts import MANIFEST_FILE
 from .runtimes import Runner, Runtime, available_runtimes
 
@@ -182,14 +183,14 @@ class ServeBench:
         groups = list(self.groups)
         header = ["runtime", *[f"{g} texts/s" for g in groups], *[f"{g} speed-up" for g in groups],
                   "mean speed-up", "min cosine", "within tolerance", "load s", "first pass s"]
-        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        rows = []
         for row in self.results:
             rates = [f"{self.groups[g]['texts'] / row.median_s[g]:.1f}" for g in groups]
             speedups = [f"{row.speedup[g]:.2f}x" for g in groups]
             seconds = ["?" if value is None else f"{value:.1f}" for value in (row.open_s, row.first_pass_s)]
-            lines.append("| " + " | ".join([row.name, *rates, *speedups, f"{row.mean_speedup:.2f}x",
-                                            f"{row.min_cosine:.4f}", "yes" if row.ok else "no", *seconds]) + " |")
-        return "\n".join(lines) + "\n"
+            rows.append([row.name, *rates, *speedups, f"{row.mean_speedup:.2f}x", f"{row.min_cosine:.4f}",
+                         "yes" if row.ok else "no", *seconds])
+        return render_markdown(header, rows) + "\n"
 
     def describe(self) -> str:
         """The table, what was left out, and the recommendation, for the terminal and the README."""
@@ -260,8 +261,7 @@ def read_manifest(export_dir: Path) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-def model_folder(export_dir: Path, manifest: dict[str, Any], model_dir: str | Path | None,
-                 trust_remote_code: bool) -> Path | None:
+def model_folder(manifest: dict[str, Any], model_dir: str | Path | None, trust_remote_code: bool) -> Path | None:
     """The torch model to time and compare against: ``model_dir``, else the export's recorded source when it is
     still there, else None (then the fp32 ONNX graph is the reference). Checked as every command checks a folder."""
     from ..model.dumpembed_folder import require_dumpembed_folder
@@ -371,7 +371,7 @@ def serve_bench(export_dir: str | Path, model_dir: str | Path | None = None,
 
     export_dir = Path(export_dir)
     manifest = read_manifest(export_dir)
-    model_dir = model_folder(export_dir, manifest, model_dir, trust_remote_code)
+    model_dir = model_folder(manifest, model_dir, trust_remote_code)
     threads = options.threads or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                                   else os.cpu_count() or 1)
     tokenizer = AutoTokenizer.from_pretrained(str(export_dir))  # the export's own tokenizer files, no code

@@ -25,32 +25,26 @@ from ..model.exportable import ST_POOLING, stock_export_blocker
 from ..model.folder_schema import folder_code_may_run
 from ..model.st_files import folder_prompts, st_settings
 from ..remote import DumpEmbedModel
-from .stock_compat import make_portable
+from .stock_compat import copy_tokenizer_files, make_portable
 
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+
+def linear_dense(weight: torch.Tensor, bias: torch.Tensor) -> Dense:
+    """``x @ weight + bias`` as a stock Dense (no activation)."""
+    return Dense(in_features=weight.shape[0], out_features=weight.shape[1], bias=True,
+                 activation_function=torch.nn.Identity(), init_weight=weight.T.contiguous(), init_bias=bias)
 
 
 def source_dense_as_dense(model: DumpEmbedModel) -> Dense | None:
     """The source's folded Dense layers (``x @ weight + bias``) as one stock linear Dense; None without them."""
     if model.pooled_dense is None:
         return None
-    weight, bias = model.pooled_dense.weight.detach().float(), model.pooled_dense.bias.detach().float()
-    return Dense(in_features=weight.shape[0], out_features=weight.shape[1], bias=True,
-                 activation_function=torch.nn.Identity(), init_weight=weight.T.contiguous(), init_bias=bias.clone())
+    return linear_dense(model.pooled_dense.weight.detach().float(), model.pooled_dense.bias.detach().float().clone())
 
 
 def projection_as_dense(model: DumpEmbedModel) -> Dense:
     """The affine map ``(x - mean) @ matrix`` as a stock Dense: weight = matrixᵀ, bias = -meanᵀ·matrix."""
     matrix = model.projection.matrix.detach().float()
-    mean = model.projection.mean.detach().float()
-    return Dense(
-        in_features=matrix.shape[0],
-        out_features=matrix.shape[1],
-        bias=True,
-        activation_function=torch.nn.Identity(),
-        init_weight=matrix.T.contiguous(),
-        init_bias=-(mean @ matrix),
-    )
+    return linear_dense(matrix, -(model.projection.mean.detach().float() @ matrix))
 
 
 def export_stock_st(model_dir: str | Path, out_dir: str | Path, overwrite: bool = False,
@@ -85,9 +79,7 @@ def _export(model_dir: Path, out_dir: str | Path, overwrite: bool, check: Callab
     with staged_output(out_dir, overwrite=overwrite, inputs=[model_dir]) as staging:
         backbone_dir = staging / "_backbone"
         model.backbone.save_pretrained(backbone_dir, safe_serialization=True)
-        for name in TOKENIZER_FILES:
-            if (model_dir / name).exists():
-                shutil.copyfile(model_dir / name, backbone_dir / name)
+        copy_tokenizer_files(model_dir, backbone_dir)
         transformer = Transformer(str(backbone_dir))
         modules: list[torch.nn.Module] = [
             transformer,
@@ -107,9 +99,7 @@ def _export(model_dir: Path, out_dir: str | Path, overwrite: bool, check: Callab
         stock.save(str(staging))
         shutil.rmtree(backbone_dir)
         (staging / "README.md").unlink(missing_ok=True)  # the model card is rendered by `hf-dumpembed card`
-        for name in TOKENIZER_FILES:  # ST re-saves the tokenizer; keep the original files byte for byte
-            if (model_dir / name).exists():
-                shutil.copyfile(model_dir / name, staging / name)
+        copy_tokenizer_files(model_dir, staging)  # ST re-saves the tokenizer; keep the original files byte for byte
         make_portable(staging, stock.max_seq_length)  # formats sentence-transformers 3.x-6.x, transformers 4.x-5.x read
         copy_calibration(model_dir, staging, int(model.projection.matrix.shape[1]))
         write_export_record(staging, model_dir)  # `card --source` checks it

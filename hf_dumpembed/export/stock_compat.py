@@ -18,6 +18,7 @@ Each rewrite keeps the meaning for transformers 5.x / sentence-transformers 6.x 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,13 @@ def _read(path: Path) -> Any:
 
 def _write(path: Path, value: Any, indent: int = 2) -> None:
     path.write_text(json.dumps(value, indent=indent, ensure_ascii=False) + "\n")
+
+
+def copy_tokenizer_files(source: Path, target: Path) -> None:
+    """Copy the tokenizer files ``source`` has into ``target`` (the stock and the ONNX export both carry them)."""
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        if (source / name).exists():
+            shutil.copyfile(source / name, target / name)
 
 
 def legacy_modules(modules: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -119,10 +119,8 @@ def compare_vectors(reference: np.ndarray, others: dict[str, np.ndarray], tolera
                     reference_name: str = "automodel") -> ParityReport:
     """The parity of each of ``others`` (load path -> vectors) with ``reference``."""
     reference = np.asarray(reference)
-    report = ParityReport(reference=reference_name, dimension=int(reference.shape[-1]), tolerance=tolerance)
-    for name, vectors in others.items():
-        report.max_abs_diff[name] = max_abs_diff(vectors, reference)
-    return report
+    return ParityReport(reference=reference_name, dimension=int(reference.shape[-1]), tolerance=tolerance,
+                        max_abs_diff={name: max_abs_diff(vectors, reference) for name, vectors in others.items()})
 
 
 def check_load_paths(

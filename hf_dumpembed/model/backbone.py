@@ -23,10 +23,7 @@ def is_decoder_backbone(config: PretrainedConfig | Mapping[str, Any]) -> bool:
     def get(key: str) -> Any:
         return config.get(key) if isinstance(config, Mapping) else getattr(config, key, None)
 
-    architectures = get("architectures") or []
-    if any(arch.endswith(_CAUSAL_ARCHITECTURE_SUFFIXES) for arch in architectures):
-        return True
-    if get("is_decoder"):
+    if any(arch.endswith(_CAUSAL_ARCHITECTURE_SUFFIXES) for arch in get("architectures") or []) or get("is_decoder"):
         return True
     # A causal LM saved as its bare base class (sentence-transformers re-saves Qwen3ForCausalLM as Qwen3Model;
     # e5-mistral ships MistralModel): a model type with a causal-LM head and no masked-LM head, unless its config makes

@@ -19,8 +19,6 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from ..remote.modeling_dumpembed import DumpEmbedModel
 
 DEFAULT_MATCH_STEPS = 60
-DEFAULT_MATCH_LR = 1e-2
-DEFAULT_MATCH_BATCH = 16
 DEFAULT_MATCH_MAX_LENGTH = 128
 MIN_MATCH_TEXTS = 16
 
@@ -54,8 +52,8 @@ def match_dump_rows(
     source_tokenizer: PreTrainedTokenizerBase,
     texts: Sequence[str],
     steps: int = DEFAULT_MATCH_STEPS,
-    learning_rate: float = DEFAULT_MATCH_LR,
-    batch_size: int = DEFAULT_MATCH_BATCH,
+    learning_rate: float = 1e-2,
+    batch_size: int = 16,
     max_length: int = DEFAULT_MATCH_MAX_LENGTH,
     seed: int = 0,
 ) -> MatchResult:

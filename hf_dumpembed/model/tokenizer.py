@@ -300,11 +300,9 @@ def add_dump_tokens(tokenizer: PreTrainedTokenizerBase, num_dump_tokens: int, ap
     after = _encode_all(tokenizer.backend_tokenizer)
     _verify_rewrite(before, after, tuple(ids), offset, specials[append] if append is not None else None)
     check_dump_prefix(tokenizer, tuple(ids), offset)
-    new_single = after[0]
-    leading = tuple(new_single.ids[:offset])
-    appended = tuple(new_single.ids[_last_text(new_single) + 1 :])
-    return DumpTokens(tokens=tuple(names), ids=tuple(ids), offset=offset, kind=kind, leading=leading,
-                      appended=appended)
+    new_ids = after[0].ids  # the single input's, with the [DUMP] tokens
+    return DumpTokens(tokens=tuple(names), ids=tuple(ids), offset=offset, kind=kind,
+                      leading=tuple(new_ids[:offset]), appended=tuple(new_ids[_last_text(after[0]) + 1 :]))
 
 
 def _last_text(encoding: Any) -> int:

@@ -200,9 +200,7 @@ def push_folder(
         ValueError: no token, offline mode, or a bad repo id / branch.
     """
     validate_target(repo_id, branch)
-    token = None
-    if not dry_run:
-        token = resolve_token()  # before the (slow) checks: fail fast
+    token = None if dry_run else resolve_token()  # before the (slow) checks: fail fast
     created: list[Path] = []  # the --stage-dir folders this push made (innermost first): removed when it fails
     if staging_dir is not None:
         staging, created = make_stage_dir(Path(staging_dir), Path(folder))

@@ -54,9 +54,7 @@ def stage_for_repo(folder: str | Path, staging: Path, repo_id: str, source: str 
     from ..evaluation.results import card_evaluation
     from ..model.card import write_card
 
-    evaluation = None
-    if results_dir is not None:
-        evaluation = card_evaluation(results_dir, staging, repo_id, results_model)
+    evaluation = None if results_dir is None else card_evaluation(results_dir, staging, repo_id, results_model)
     old.unlink(missing_ok=True)  # a copy, never the source folder's file (see stage_verified)
     write_card(staging, model_id=repo_id, evaluation=evaluation, source=source)
     return f"model card rendered for the target repo ({reason})"

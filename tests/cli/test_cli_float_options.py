@@ -1,5 +1,5 @@
 """Every float option of every command refuses NaN, infinities and out-of-range values while the command line is
-parsed (one shared ``type=``, ``hf_dumpembed.commands.arguments.finite_float``), with argparse's one-line error
+parsed (one shared ``type=``, ``hf_dumpembed.commands.arguments.FiniteFloat``), with argparse's one-line error
 naming the flag and the range it accepts."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hf_dumpembed.cli import build_parser, main
-from hf_dumpembed.commands.arguments import FiniteFloat, finite_float
+from hf_dumpembed.commands.arguments import FiniteFloat
 from hf_dumpembed.export.openvino_int8_static import SMOOTH_QUANT_OFF
 
 NON_FINITE = ("nan", "inf", "-inf", "NaN", "Infinity", "-Infinity")
@@ -51,7 +51,7 @@ def minimal_argv(path: tuple[str, ...], parser: argparse.ArgumentParser) -> list
 
 
 def _float_options() -> list[tuple[tuple[str, ...], argparse.ArgumentParser, argparse.Action]]:
-    """Every action of every command whose value is a float: a ``finite_float`` type, ``float`` itself, or any
+    """Every action of every command whose value is a float: a ``FiniteFloat`` type, ``float`` itself, or any
     other type that turns "nan" into a float."""
     found = []
     for path, parser in _commands(build_parser()):
@@ -94,7 +94,7 @@ def test_the_walk_finds_every_known_float_option_with_its_range():
 def test_every_float_option_uses_the_shared_validator(path, parser, action):
     assert isinstance(action.type, FiniteFloat), (
         f"{' '.join(path)} {action.option_strings[-1]} parses floats without "
-        "hf_dumpembed.commands.arguments.finite_float: use it, with the range the option accepts")
+        "hf_dumpembed.commands.arguments.FiniteFloat: use it, with the range the option accepts")
 
 
 @pytest.mark.parametrize(("path", "parser", "action"), FLOAT_OPTIONS, ids=IDS)
@@ -164,12 +164,12 @@ def test_serve_bench_seconds_nan_stops_before_anything_runs(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(("validator", "allowed"), [
-    (finite_float(), "a finite number"),
-    (finite_float(0), "a finite number >= 0"),
-    (finite_float(0, min_inclusive=False), "a finite number > 0"),
-    (finite_float(maximum=1, max_inclusive=False), "a finite number < 1"),
-    (finite_float(0, 1, max_inclusive=False), "a finite number in [0, 1)"),
-    (finite_float(0.5, 2, words={"off": -1.0, "auto": 0.0}), "a finite number in [0.5, 2], 'off' or 'auto'"),
+    (FiniteFloat(), "a finite number"),
+    (FiniteFloat(0), "a finite number >= 0"),
+    (FiniteFloat(0, min_inclusive=False), "a finite number > 0"),
+    (FiniteFloat(maximum=1, max_inclusive=False), "a finite number < 1"),
+    (FiniteFloat(0, 1, max_inclusive=False), "a finite number in [0, 1)"),
+    (FiniteFloat(0.5, 2, words={"off": -1.0, "auto": 0.0}), "a finite number in [0.5, 2], 'off' or 'auto'"),
 ])
 def test_the_validator_says_what_it_accepts(validator, allowed):
     assert validator.allowed == allowed
@@ -179,15 +179,15 @@ def test_the_validator_says_what_it_accepts(validator, allowed):
 
 def test_the_validator_refuses_bounds_that_cannot_be_met():
     with pytest.raises(ValueError, match="minimum"):
-        finite_float(math.inf)
+        FiniteFloat(math.inf)
     with pytest.raises(ValueError, match="above maximum"):
-        finite_float(1, 0)
+        FiniteFloat(1, 0)
 
 
 @given(st.floats(allow_nan=True, allow_infinity=True), st.booleans(), st.booleans())
 def test_the_validator_accepts_exactly_the_finite_floats_in_range(value, low_in, high_in):
     """Any float, written as Python writes it: parsed back to itself when finite and in range, else refused."""
-    validator = finite_float(-1.0, 1.0, min_inclusive=low_in, max_inclusive=high_in)
+    validator = FiniteFloat(-1.0, 1.0, min_inclusive=low_in, max_inclusive=high_in)
     inside = math.isfinite(value) and (-1.0 <= value if low_in else -1.0 < value) \
         and (value <= 1.0 if high_in else value < 1.0)
     if inside:

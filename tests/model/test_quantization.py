@@ -200,7 +200,7 @@ def test_card_shows_the_quantized_outputs(fitted) -> None:
 
 
 def test_auto_fit_scores_the_frontier_on_its_pseudo_queries(llama_dump_model: Path, tmp_path: Path) -> None:
-    from hf_dumpembed.projections.maths.pseudo_queries import paired_ndcg_at_10
+    from tests.support.ranking_oracles import paired_ndcg_at_10
 
     sentences = corpus_texts()
     corpus = tmp_path / "paragraphs.txt"

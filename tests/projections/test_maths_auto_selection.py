@@ -8,9 +8,9 @@ import pytest
 
 from hf_dumpembed.projections.maths.auto_selection import REFERENCE, k_grid, select_auto
 from hf_dumpembed.projections.maths.gamma_curve import spectemp_curve
-from hf_dumpembed.projections.maths.pseudo_queries import paired_ndcg_at_10
 from hf_dumpembed.projections.maths.spectrum import eigendecompose
 from hf_dumpembed.projections.maths.statistics import StreamingStats
+from tests.support.ranking_oracles import fidelity_ndcg_at_10, paired_ndcg_at_10
 from tests.support.spectra import pseudo_query_pairs, unit_rows
 
 
@@ -69,7 +69,7 @@ def test_k_grid() -> None:
 
 
 def test_fidelity_is_one_for_the_full_dimensional_map_and_lower_after_truncation() -> None:
-    from hf_dumpembed.projections.maths.auto_selection import fidelity_ndcg_at_10, neighbour_labels
+    from hf_dumpembed.projections.maths.auto_selection import neighbour_labels
 
     rng = np.random.default_rng(1)
     docs = unit_rows(rng.standard_normal((60, 16)))
@@ -85,7 +85,6 @@ def test_one_pass_scores_equal_the_per_candidate_metrics() -> None:
     from hf_dumpembed.projections.maths.auto_selection import (
         UNCENTRED,
         candidate_labels,
-        fidelity_ndcg_at_10,
         neighbour_labels,
         score_candidates,
     )

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from hf_dumpembed.evaluation import retrieval_metrics
-from hf_dumpembed.projections.maths.pseudo_queries import build_pseudo_queries, first_segment, paired_ndcg_at_10
+from hf_dumpembed.projections.maths.pseudo_queries import build_pseudo_queries, first_segment
+from tests.support.ranking_oracles import paired_ndcg_at_10
 
 
 def test_first_segment_rules() -> None:

@@ -45,11 +45,8 @@ def roff_to_text(lines: list[str]) -> str:
     for line in lines:
         if line.startswith(('.\\"', "'\\\"")):
             continue
-        if line.startswith(".TS"):
-            in_table = True
-            continue
-        if line.startswith(".TE"):
-            in_table = False
+        if line.startswith((".TS", ".TE")):  # a table starts / ends
+            in_table = line.startswith(".TS")
             continue
         if in_table:
             continue

@@ -43,8 +43,7 @@ def faq_sections(source: str) -> list[tuple[str, str]]:
         and not (i > 0 and _UNDERLINE_RE.match(lines[i - 1]))  # an overlined document title
     ]
     sections = []
-    for position, start in enumerate(headings):
-        end = headings[position + 1] if position + 1 < len(headings) else len(lines)
+    for start, end in zip(headings, [*headings[1:], len(lines)], strict=False):
         body = rst_to_text(lines[start + 2 : end])
         if body:
             sections.append((lines[start].strip(), body))

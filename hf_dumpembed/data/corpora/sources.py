@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import glob
 import importlib.util
 import logging
 import shutil
@@ -64,16 +63,16 @@ def gensim_wiki_dump(workdir: Path) -> tuple[Path, str]:
 
             return path, version("gensim")
     workdir.mkdir(parents=True, exist_ok=True)
-    wheels = sorted(glob.glob(str(workdir / "gensim-4.4*.whl")))
+    wheels = sorted(workdir.glob("gensim-4.4*.whl"))
     if not wheels:
         _run(
             [sys.executable, "-m", "pip", "download", GENSIM_REQUIREMENT, "--no-deps", "-d", str(workdir)],
             workdir,
             "fetching the gensim wheel for its Wikipedia test sample",
         )
-        wheels = sorted(glob.glob(str(workdir / "gensim-4.4*.whl")))
+        wheels = sorted(workdir.glob("gensim-4.4*.whl"))
     if not wheels:
         raise FileNotFoundError(f"pip download {GENSIM_REQUIREMENT} left no wheel in {workdir}.")
     with zipfile.ZipFile(wheels[-1]) as wheel:
         wheel.extract(GENSIM_WIKI_MEMBER, workdir)
-    return workdir / GENSIM_WIKI_MEMBER, Path(wheels[-1]).name.split("-")[1]
+    return workdir / GENSIM_WIKI_MEMBER, wheels[-1].name.split("-")[1]

@@ -50,8 +50,7 @@ def stdlib_root() -> Path:
 
 def top_level_module(path: Path, root: Path) -> str:
     """``email`` for ``email/mime/text.py``; ``json`` for ``json/__init__.py``; ``heapq`` for ``heapq.py``."""
-    first = path.relative_to(root).parts[0]
-    return first.removesuffix(".py")
+    return path.relative_to(root).parts[0].removesuffix(".py")
 
 
 def first_paragraph(docstring: str) -> str:

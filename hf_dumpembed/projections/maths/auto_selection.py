@@ -159,11 +159,6 @@ def neighbour_labels(documents: np.ndarray, count: int = NEIGHBOURS) -> np.ndarr
     return torch.topk(_self_excluded_scores(documents), count, dim=1).indices.numpy()
 
 
-def fidelity_ndcg_at_10(documents: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """Per-row nDCG@10 (binary relevance) of ranking the other rows of ``documents`` against ``labels``."""
-    return neighbour_ndcg_from_scores(_self_excluded_scores(documents), torch.from_numpy(labels)).numpy()
-
-
 def neighbour_ndcg_from_scores(scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """Per-row nDCG@10 (float64, binary relevance) of an (m × m) score matrix with −inf on its diagonal (a row
     never ranks itself) against the (m, c) relevant row indices ``labels``."""
@@ -189,7 +184,7 @@ def score_candidates(spectrum: Spectrum, queries: np.ndarray, documents: np.ndar
 
     Each candidate costs one (2m × m) product in float32: the pseudo-queries and the texts against the texts,
     which gives the cloze rank of each positive and each text's 10 nearest others at once (the same numbers as
-    ``pseudo.paired_ndcg_at_10`` and `fidelity_ndcg_at_10` per candidate, in one pass).
+    scoring each candidate's vectors one nDCG@10 at a time, in one pass).
     """
     m = len(queries)
     cloze = np.zeros((len(ks), len(labels), m))

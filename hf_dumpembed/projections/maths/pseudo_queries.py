@@ -90,12 +90,6 @@ def check_pseudo_queries(count: int) -> None:
         )
 
 
-def paired_ndcg_at_10(queries: np.ndarray, documents: np.ndarray) -> np.ndarray:
-    """Per-query nDCG@10 when row i of ``documents`` is the only relevant document of query i (cosine ranking
-    over all rows; ties count against the positive). Equals mteb's nDCG@10 for one relevant document."""
-    return paired_ndcg_from_scores(unit_rows(queries) @ unit_rows(documents).T).numpy()
-
-
 def unit_rows(x: np.ndarray) -> torch.Tensor:
     """Rows scaled to unit length, float32 (rankings only; twice as fast as float64)."""
     t = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
