@@ -31,6 +31,6 @@ def private_prefixes(folder: Path | None = None) -> list[str]:
     out = []
     for candidate in candidates:
         text = str(candidate.resolve()).rstrip("/")
-        if text and text != "/" and len(Path(text).parts) >= 2 and text not in out:
+        if len(Path(text).parts) >= 2 and text not in out:
             out.append(text)
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..projections.plots import pyplot, save_figure
 from .token_stats import TokenStatistics
 from .tokens import CLS, OTHER, SPECIAL, STOPWORDS
 
@@ -14,10 +15,11 @@ def _group_order(stats: list[TokenStatistics], keys: set[str]) -> list[str]:
     return [g for g in order if g in keys]
 
 
-def _bars(axis, stats: list[TokenStatistics], labels: list[str], values: list[dict[str, float]], groups: list[str],
-          title: str, ylabel: str) -> None:
+def _bars(axis, stats: list[TokenStatistics], labels: list[str], values: list[dict[str, float]], title: str,
+          ylabel: str) -> None:
     from matplotlib.patches import Patch
 
+    groups = _group_order(stats, {g for value in values for g in value})
     width = 0.8 / len(stats)
     handles = []
     for index, (label, value) in enumerate(zip(labels, values, strict=True)):
@@ -35,21 +37,11 @@ def _bars(axis, stats: list[TokenStatistics], labels: list[str], values: list[di
 def plot_token_statistics(stats: list[TokenStatistics], labels: list[str], out: str | Path) -> Path:
     """One PNG: (a) mean final-layer norm per group, (b) stopword attention to [CLS] and each D_i (×1e5)."""
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
     except ImportError as error:
         raise ImportError("plots need matplotlib: pip install 'hf_dumpembed[plots]'") from error
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
-    norm_groups = _group_order(stats, {g for s in stats for g in s.norms})
-    _bars(left, stats, labels, [s.norms for s in stats], norm_groups, "(a) mean L2 norm, final layer", "norm")
-    attention_groups = _group_order(stats, {g for s in stats for g in s.attention_from_stopwords})
-    _bars(right, stats, labels, [s.attention_from_stopwords for s in stats], attention_groups,
-          "(b) last-layer attention from stopwords", "attention ×1e5 (head mean)")
-    figure.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(out, dpi=110)
-    plt.close(figure)
-    return out
+    _bars(left, stats, labels, [s.norms for s in stats], "(a) mean L2 norm, final layer", "norm")
+    _bars(right, stats, labels, [s.attention_from_stopwords for s in stats], "(b) last-layer attention from stopwords",
+          "attention ×1e5 (head mean)")
+    return save_figure(figure, Path(out))

@@ -18,6 +18,7 @@ from .._utils.checked import checked_options
 from .._utils.folders import check_output_dir, staged_output
 from .._utils.public_paths import public_path
 from ..data.assets import embedded_hub_id
+from ..data.corpora.stdlib_code import train_split_texts
 from ..remote import DumpEmbedConfig, DumpEmbedModel
 from ..remote.configuration_dumpembed import POOLING_MODES
 from ..remote.modeling_dumpembed import DumpDense, DumpProjection, backbone_class
@@ -302,14 +303,13 @@ def build_dump_model(
 
     base_model = embedded_hub_id(backbone) or public_path(backbone)
     model.config._name_or_path = base_model  # no local path in config.json
-    normalize = options.normalize if options.normalize is not None else (stack.normalize if stack else True)
     config = DumpEmbedConfig(
         text_config=model.config,
         num_dump_tokens=options.num_dump_tokens,
         dump_token_ids=list(dump.ids),
         dump_token_offset=dump.offset,
         pooling=pooling.value,
-        normalize=normalize,
+        normalize=options.normalize if options.normalize is not None else (stack.normalize if stack else True),
         base_model=base_model,
         dump_init=dump_init,
         pooling_reason=pooling_reason,
@@ -361,12 +361,7 @@ def _match_rows(model: DumpEmbedModel, tokenizer: PreTrainedTokenizerBase, backb
     source, source_tokenizer = load_backbone(backbone, revision, options.dtype, stack.transformer_path if stack else "")
     ensure_pad_token(source_tokenizer)
     source_tokenizer.padding_side = tokenizer.padding_side
-    if options.match_texts is not None:
-        texts = list(options.match_texts)
-    else:
-        from ..data.corpora.stdlib_code import train_split_texts
-
-        texts = train_split_texts()
+    texts = list(options.match_texts) if options.match_texts is not None else train_split_texts()
     result = match_dump_rows(model, tokenizer, source, source_tokenizer, texts, steps=steps,
                              max_length=max_length, seed=options.seed)
     logger.warning("[DUMP] rows matched to K=0 on %d texts: state error %.5f -> %.5f over %d steps",

@@ -11,6 +11,7 @@ from typing import Any
 
 from huggingface_hub import ModelCard, ModelCardData
 
+from .._utils.folders import staged_file
 from .._utils.tables import render_markdown
 from ..data.assets import EMBEDDED_MODELS
 from ..remote.configuration_dumpembed import POOLING_DESCRIPTIONS
@@ -397,8 +398,6 @@ def render_card(model_dir: str | Path, model_id: str | None = None, revision: st
 def write_card(model_dir: str | Path, model_id: str | None = None, revision: str | None = None,
                evaluation: dict[str, Any] | None = None, source: str | Path | None = None) -> Path:
     """Render the card into ``model_dir/README.md``."""
-    from .._utils.folders import staged_file
-
     text = render_card(model_dir, model_id, revision, evaluation, source)
     path = Path(model_dir) / "README.md"
     with staged_file(path) as staging:  # the old card stays whole until the new one is complete

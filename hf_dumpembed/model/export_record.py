@@ -17,8 +17,7 @@ SOURCE_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer
 def source_sha256(folder: str | Path) -> str:
     """Content address of a DumpEmbed folder: sha256 over its config, weights (every shard) and tokenizer files."""
     folder = Path(folder)
-    shards = sorted(p.name for p in folder.glob("model-*.safetensors"))
-    return files_sha256(folder, [*SOURCE_FILES, *shards])
+    return files_sha256(folder, [*SOURCE_FILES, *sorted(p.name for p in folder.glob("model-*.safetensors"))])
 
 
 def write_export_record(export_dir: str | Path, source_dir: str | Path) -> None:

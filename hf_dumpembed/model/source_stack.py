@@ -187,9 +187,8 @@ def _read_dense(source: str, module: dict[str, Any], revision: str | None, where
         names = set(weights.keys())
         if "linear.weight" not in names:
             raise ValueError(f"{where}: model.safetensors has no 'linear.weight' (found {sorted(names)}).")
-        weight = weights.get_tensor("linear.weight").float()
-        bias = weights.get_tensor("linear.bias").float() if "linear.bias" in names else None
-    layer = DenseLayer(weight=weight, bias=bias)
+        layer = DenseLayer(weight=weights.get_tensor("linear.weight").float(),
+                           bias=weights.get_tensor("linear.bias").float() if "linear.bias" in names else None)
     expected_in = previous[-1].out_features if previous else None
     if expected_in is not None and layer.in_features != expected_in:
         raise ValueError(f"{where} reads {layer.in_features} features but the Dense before it gives {expected_in}.")

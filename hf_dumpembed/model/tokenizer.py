@@ -253,8 +253,7 @@ def add_dump_tokens(tokenizer: PreTrainedTokenizerBase, num_dump_tokens: int, ap
         raise ValueError(f"num_dump_tokens must be an integer >= 0; got {num_dump_tokens!r}.")
     kind = tokenizer_kind(tokenizer)
     names = dump_token_names(num_dump_tokens)
-    vocab = tokenizer.get_vocab()
-    if "[DUMP1]" in vocab:
+    if "[DUMP1]" in tokenizer.get_vocab():
         raise ValueError(
             "This tokenizer already has [DUMP] tokens (it comes from a DumpEmbed model); build from the original "
             "backbone instead."

@@ -140,9 +140,7 @@ def _fit_locked(model_dir: Path, items: list[tuple[Path, FitOptions]], corpus: s
                         "(%s)", first.method, corpus, CALIBRATION_FILE)
     model, tokenizer = _load_model(model_dir, first)
     context = FitContext(model)
-    calibration_vectors = None
-    if texts is not None:
-        calibration_vectors = _encode_pass(model, tokenizer, texts, items, context)
+    calibration_vectors = None if texts is None else _encode_pass(model, tokenizer, texts, items, context)
     written = []
     for out_dir, options in items:
         fitted = options.method_class.fit(context, options)

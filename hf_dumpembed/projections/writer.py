@@ -57,19 +57,16 @@ def write_plots(fitted: FittedProjection, folder: Path) -> list[str]:
     written = []
     k = fitted.info.dim
     if fitted.spectrum is not None:
-        plots.plot_spectrum(fitted.spectrum.eigenvalues, folder / "plots/spectrum.png", fitted.curve, k)
-        written.append("plots/spectrum.png")
+        written.append(plots.plot_spectrum(fitted.spectrum.eigenvalues, folder / "plots/spectrum.png", fitted.curve, k))
     if fitted.curve is not None:
-        plots.plot_snr(fitted.curve, folder / "plots/snr.png", k)
-        plots.plot_gamma(fitted.curve, folder / "plots/gamma.png", k, auto=fitted.auto)
-        written += ["plots/snr.png", "plots/gamma.png"]
+        written += [plots.plot_snr(fitted.curve, folder / "plots/snr.png", k),
+                    plots.plot_gamma(fitted.curve, folder / "plots/gamma.png", k, auto=fitted.auto)]
     if fitted.auto is not None:
-        plots.plot_pseudo_scores(fitted.auto, folder / "plots/pseudo_query_ndcg.png")
-        written.append("plots/pseudo_query_ndcg.png")
+        written.append(plots.plot_pseudo_scores(fitted.auto, folder / "plots/pseudo_query_ndcg.png"))
     if fitted.singular_values is not None:
-        plots.plot_band(fitted.singular_values, fitted.info.band_start, k, folder / "plots/unembedding_spectrum.png")
-        written.append("plots/unembedding_spectrum.png")
-    return written
+        written.append(plots.plot_band(fitted.singular_values, fitted.info.band_start, k,
+                                       folder / "plots/unembedding_spectrum.png"))
+    return [path.relative_to(folder).as_posix() for path in written]
 
 
 def write_folder(model: DumpEmbedModel, model_dir: Path, out_dir: Path, fitted: FittedProjection,
@@ -83,10 +80,7 @@ def write_folder(model: DumpEmbedModel, model_dir: Path, out_dir: Path, fitted: 
         for item in model_dir.iterdir():
             if item.name in REWRITTEN or item.suffix == ".py" or item.name == "plots" or item.name.startswith("."):
                 continue
-            if item.is_dir():
-                shutil.copytree(item, staging / item.name)
-            else:
-                shutil.copyfile(item, staging / item.name)
+            (shutil.copytree if item.is_dir() else shutil.copyfile)(item, staging / item.name)
         if options.plots:
             info = replace(info, plots=write_plots(fitted, staging))
         model.config.projection_info = info.to_dict()

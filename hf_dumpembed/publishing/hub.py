@@ -49,9 +49,8 @@ class PushResult:
 
     def listing(self) -> str:
         """The staged files as a table: size, sha256, path."""
-        total = sum(f.size for f in self.files)
         lines = [f"{f.size:>12,}  {f.sha256}  {f.path}" for f in self.files]
-        lines.append(f"{total:>12,}  bytes in {len(self.files)} files")
+        lines.append(f"{sum(f.size for f in self.files):>12,}  bytes in {len(self.files)} files")
         return "\n".join(lines)
 
 

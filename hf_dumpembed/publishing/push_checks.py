@@ -245,15 +245,14 @@ _LOAD_SCRIPT = textwrap.dedent(
 )
 
 
-def fresh_process_load(folders: list[tuple[Path, bool]], texts: tuple[str, ...] = CHECK_TEXTS,
-                       timeout: float = 900) -> list[dict]:
+def fresh_process_load(folders: list[tuple[Path, bool]], timeout: float = 900) -> list[dict]:
     """Load each ``(folder, remote)`` in one new Python process (hf_dumpembed blocked, offline, empty module
-    cache) and encode ``texts``; one result per folder. RuntimeError with the process's last lines on failure."""
+    cache) and encode `CHECK_TEXTS`; one result per folder. RuntimeError with the process's last lines on failure."""
     args = [item for path, remote in folders for item in (str(path.resolve()), "remote" if remote else "stock")]
     with tempfile.TemporaryDirectory(prefix="hf-dumpembed-check-") as scratch:
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(Path(scratch) / "modules"),
                "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")}
-        result = subprocess.run([sys.executable, "-c", _LOAD_SCRIPT, json.dumps(list(texts)), *args],
+        result = subprocess.run([sys.executable, "-c", _LOAD_SCRIPT, json.dumps(list(CHECK_TEXTS)), *args],
                                 capture_output=True, text=True, cwd=scratch, env=env, timeout=timeout)
     outs = [json.loads(line[len("RESULT "):]) for line in result.stdout.splitlines() if line.startswith("RESULT ")]
     if result.returncode != 0 or len(outs) != len(folders):
@@ -267,7 +266,6 @@ def compare_load_paths(out: dict, report: FolderReport, tolerance: float = 1e-5,
                        reference: np.ndarray | None = None) -> None:
     """Vectors of one folder's fresh-process load compared across load paths (and to ``reference``)."""
     remote = report.kind is FolderShape.DUMPEMBED
-    how = "trust_remote_code=True" if remote else "trust_remote_code=False"
     if out["leaked"]:
         report.problems.append("the folder's code imported hf_dumpembed, which users do not have")
     document = np.asarray(out["st_document"])
@@ -291,7 +289,7 @@ def compare_load_paths(out: dict, report: FolderReport, tolerance: float = 1e-5,
     if bad:
         report.problems.append(f"vectors differ across load paths (tolerance {tolerance:g}): " + "; ".join(bad))
     num_dump = sum(token.startswith("[DUMP") for token in out["tokens"])
-    report.passed.append(f"fresh process loads it ({how}; AutoModel -> {out['automodel_class']}; "
+    report.passed.append(f"fresh process loads it (trust_remote_code={remote}; AutoModel -> {out['automodel_class']}; "
                          f"{document.shape[1]}-d vectors; {num_dump} [DUMP] tokens in the tokenized input)")
 
 
@@ -319,7 +317,7 @@ def check_folder(folder: str | Path, source: str | Path | None = None, tolerance
     files = static_checks(folder, report, repo_id, trust_remote_code)
     if report.problems:  # no point loading a folder that is already refused
         return report, files
-    how = "trust_remote_code=True" if report.kind is FolderShape.DUMPEMBED else "trust_remote_code=False"
+    how = f"trust_remote_code={report.kind is FolderShape.DUMPEMBED}"
     with tempfile.TemporaryDirectory(prefix="hf-dumpembed-stage-") as scratch:
         target = staging if staging is not None else Path(scratch)
         stage_verified(folder, report.verified, target, staging is None if link_weights is None else link_weights)

@@ -72,8 +72,7 @@ def training_config(backbone: str, k: int, data: Path, output: Path, budget: Bud
 
 def fine_tune(config: TrainConfig, overwrite: bool) -> Path:
     """Train, continuing from the newest checkpoint of an interrupted run."""
-    if overwrite:
-        fresh_output(config.checkpoint_path, True)
+    fresh_output(config.checkpoint_path, overwrite)
     return train(config, resume=last_complete_checkpoint(config.checkpoint_path) is not None)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .._utils.tables import percent, relative_change, render_text
-from ..projections.plots import pyplot
+from ..projections.plots import pyplot, save_figure
 from .evaluate import RowResult
 from .steps import StepRecord
 
@@ -71,8 +71,7 @@ def _pyplot_or_none(path: Path):
 
 def plot_results(results: list[RowResult], tasks: list[str], path: Path, title: str) -> Path | None:
     """Grouped bars: nDCG@10 of every row on every task (and the mean)."""
-    plt = _pyplot_or_none(path)
-    if plt is None:
+    if (plt := _pyplot_or_none(path)) is None:
         return None
     columns = [*tasks, "mean"]
     fig, ax = plt.subplots(figsize=(1.8 + 1.6 * len(columns), 4.8))
@@ -87,19 +86,14 @@ def plot_results(results: list[RowResult], tasks: list[str], path: Path, title: 
     ax.set_ylim(0, 1.12)
     ax.set_title(title)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=2, frameon=False)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=120)
 
 
 def plot_losses(curves: dict[str, list[tuple[int, float]]], path: Path) -> Path | None:
     """Training loss per step of each fine-tuned model (same recipe, same data order)."""
     if not any(curves.values()):
         return None
-    plt = _pyplot_or_none(path)
-    if plt is None:
+    if (plt := _pyplot_or_none(path)) is None:
         return None
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
     for label, points in curves.items():
@@ -110,8 +104,4 @@ def plot_losses(curves: dict[str, list[tuple[int, float]]], path: Path) -> Path 
     ax.set_title("Fine-tuning loss (identical recipe)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=120)

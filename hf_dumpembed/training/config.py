@@ -162,9 +162,7 @@ class TrainConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (YAML-ready) of the resolved config."""
-        out = dataclasses.asdict(self)
-        out["data"] = [dataclasses.asdict(d) for d in self.data]
-        return out
+        return {**dataclasses.asdict(self), "data": [dataclasses.asdict(d) for d in self.data]}
 
 
 class ConfigError(ValueError):
@@ -209,10 +207,9 @@ def validate(config: TrainConfig) -> TrainConfig:
     if not config.data:
         raise ConfigError("data: list at least one training data source.")
     for i, data in enumerate(config.data):
-        if data.columns is not None:
-            extra = sorted(set(data.columns) - {"anchor", "positive", "negatives"})
-            if extra:
-                raise ConfigError(f"data[{i}].columns: unknown role(s) {extra}; roles are anchor, positive, negatives.")
+        extra = sorted(set(data.columns or ()) - {"anchor", "positive", "negatives"})
+        if extra:
+            raise ConfigError(f"data[{i}].columns: unknown role(s) {extra}; roles are anchor, positive, negatives.")
     if hp.mini_batch_size is None:
         hp = dataclasses.replace(hp, mini_batch_size=min(32, hp.batch_size))
     if hp.mini_batch_size > hp.batch_size:
@@ -232,8 +229,8 @@ def validate(config: TrainConfig) -> TrainConfig:
         training=hp,
         model=dataclasses.replace(model, backbone=_resolve(model.backbone), init_from=_resolve(model.init_from)),
         data=data,
-        output=str(Path(config.output).expanduser().resolve()),
-        checkpoint_dir=str(Path(config.checkpoint_dir or f"{config.output}.checkpoints").expanduser().resolve()),
+        output=_local(config.output),
+        checkpoint_dir=_local(config.checkpoint_dir or f"{config.output}.checkpoints"),
     )
 
 
@@ -255,17 +252,15 @@ def config_from_dict(raw: Any, source: str = "config") -> TrainConfig:
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: the top level must be a mapping (model:, data:, training:, output:, ...).")
     raw = _plain_paths(raw)
-    data = raw.get("data")
+    data = raw.pop("data", None)
     if isinstance(data, dict):
-        raw["data"] = [data]
+        data = [data]
     elif data is not None and not isinstance(data, list):
         raise ConfigError(f"{source}: data must be a mapping or a list of mappings; got {data!r}.")
-    raw_data = raw.pop("data", None) or []
     try:
         top = _build(_TopLevel, raw, "")
-        parsed = tuple(_build(DataConfig, d, f"data[{i}]") for i, d in enumerate(raw_data))
-        return validate(TrainConfig(model=top.model, data=parsed, output=top.output, training=top.training,
-                                    seed=top.seed, checkpoint_dir=top.checkpoint_dir, overwrite=top.overwrite))
+        parsed = tuple(_build(DataConfig, d, f"data[{i}]") for i, d in enumerate(data or []))
+        return validate(TrainConfig(data=parsed, **vars(top)))
     except ConfigError as error:
         raise ConfigError(f"{source}: {error}") from None
 

@@ -75,8 +75,7 @@ def _hash_files(files: list[Path], root: Path) -> tuple[str, list[dict[str, Any]
                 "bytes": f.stat().st_size} for f in sorted(files)]
     if len(entries) == 1:
         return entries[0]["sha256"], entries
-    combined = hashlib.sha256("".join(f"{e['path']}\0{e['sha256']}\n" for e in entries).encode()).hexdigest()
-    return combined, entries
+    return hashlib.sha256("".join(f"{e['path']}\0{e['sha256']}\n" for e in entries).encode()).hexdigest(), entries
 
 
 def detect_format(path: Path) -> str:
@@ -115,12 +114,6 @@ def _pick_column(row: dict[str, Any], role: str, columns: dict[str, str] | None,
     return None
 
 
-def _negatives(values: list[str], num_negatives: int, where: str) -> list[str]:
-    if len(values) < num_negatives:
-        raise MalformedRow(f"{where}: {len(values)} hard negative(s), but data.num_negatives={num_negatives}.")
-    return [_text(v, where, f"negative {i + 1}") for i, v in enumerate(values[:num_negatives])]
-
-
 def pair_row(row: dict[str, Any], config: DataConfig, where: str) -> list[str]:
     """[anchor, positive, negative_1..n] from a row in the generic anchor/positive/negatives layout."""
     anchor = _text(_pick_column(row, "anchor", config.columns, where, True), where, "the anchor")
@@ -129,7 +122,9 @@ def pair_row(row: dict[str, Any], config: DataConfig, where: str) -> list[str]:
     raw = [] if raw is None else [raw] if isinstance(raw, str) else raw
     if not isinstance(raw, list):
         raise MalformedRow(f"{where}: negatives must be a string or a list of strings; got {type(raw).__name__}.")
-    return [anchor, positive, *_negatives(raw, config.num_negatives, where)]
+    if len(raw) < config.num_negatives:
+        raise MalformedRow(f"{where}: {len(raw)} hard negative(s), but data.num_negatives={config.num_negatives}.")
+    return [anchor, positive, *[_text(v, where, f"negative {i + 1}") for i, v in enumerate(raw[:config.num_negatives])]]
 
 
 def _passage(value: Any, where: str, what: str) -> str:
@@ -180,25 +175,22 @@ def _hf_objects(path: Path, split: str) -> Iterator[tuple[str, Any]]:
         yield f"{path} row {index}", row
 
 
-class _Collector:
-    """Turns objects into rows; raises on the first malformed one, or counts them under ``lenient``."""
-
-    def __init__(self, lenient: bool) -> None:
-        self.lenient = lenient
-        self.rows: list[list[str]] = []
-        self.problems: list[str] = []
-
-    def add(self, where: str, obj: Any, convert: Any, config: DataConfig) -> None:
+def _collect(objects: Iterator[tuple[str, Any]], convert: Any, config: DataConfig) -> tuple[list[list[str]], list[str]]:
+    """(rows, problems): raises on the first malformed object, or counts them under ``lenient``."""
+    rows: list[list[str]] = []
+    problems: list[str] = []
+    for where, obj in objects:
         try:
             if isinstance(obj, MalformedRow):
                 raise obj
             if not isinstance(obj, dict):
                 raise MalformedRow(f"{where}: expected a JSON object, got {type(obj).__name__}.")
-            self.rows.append(convert(obj, config, where))
+            rows.append(convert(obj, config, where))
         except MalformedRow as error:
-            if not self.lenient:
+            if not config.lenient:
                 raise MalformedRow(f"{error} (set data.lenient: true to skip and count malformed rows)") from None
-            self.problems.append(str(error))
+            problems.append(str(error))
+    return rows, problems
 
 
 def _subset(rows: list[Any], config: DataConfig) -> list[Any]:
@@ -219,26 +211,19 @@ def load_rows(config: DataConfig, mining_model: str | None = None, text_length: 
     name = config.name or path.name.removesuffix(".jsonl")
     if fmt == "beir":
         return _beir_rows(config, path, name, mining_model, text_length, cache_dir)
-    if path.is_file():
-        objects, files, root = _jsonl_objects(path), [path], path
-    else:
-        objects, root = _hf_objects(path, config.split), path
-        files = [f for f in path.rglob("*") if f.is_file()]
-    convert = tevatron_row if fmt in TEVATRON_FORMATS else pair_row
-    collector = _Collector(config.lenient)
-    for where, obj in objects:
-        collector.add(where, obj, convert, config)
-    if collector.problems:
-        logger.warning("%s: skipped %d malformed row(s) (data.lenient: true); first: %s", path,
-                       len(collector.problems), "; ".join(collector.problems[:_REPORTED_PROBLEMS]))
-    rows = _subset(collector.rows, config)
+    objects = _jsonl_objects(path) if path.is_file() else _hf_objects(path, config.split)
+    files = [path] if path.is_file() else [f for f in path.rglob("*") if f.is_file()]
+    rows, problems = _collect(objects, tevatron_row if fmt in TEVATRON_FORMATS else pair_row, config)
+    if problems:
+        logger.warning("%s: skipped %d malformed row(s) (data.lenient: true); first: %s", path, len(problems),
+                       "; ".join(problems[:_REPORTED_PROBLEMS]))
+    rows = _subset(rows, config)
     if not rows:
         raise ValueError(f"{path} holds no usable training rows" +
-                         (f" ({len(collector.problems)} malformed)." if collector.problems else "."))
-    sha, entries = _hash_files(files, root)
+                         (f" ({len(problems)} malformed)." if problems else "."))
+    sha, entries = _hash_files(files, path)
     report = DataReport(name=name, path=str(path), format=fmt, sha256=sha, num_rows=len(rows), files=entries,
-                        skipped_rows=len(collector.problems),
-                        skipped_examples=collector.problems[:_REPORTED_PROBLEMS])
+                        skipped_rows=len(problems), skipped_examples=problems[:_REPORTED_PROBLEMS])
     return rows, report
 
 

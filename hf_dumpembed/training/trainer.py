@@ -32,7 +32,7 @@ from ..model.builder import BuildOptions, build, save_dump_model
 from ..model.card import write_card
 from ..model.dumpembed_folder import require_dumpembed_folder
 from ..model.folder_schema import folder_code_may_run
-from .config import TrainConfig, config_from_dict, save_config
+from .config import TrainConfig, load_config, save_config
 from .data import DataReport, load_training_data
 from .provenance import check_data_unchanged, public_config, public_report
 
@@ -213,13 +213,9 @@ def check_resumable(config: TrainConfig, resume: bool) -> str | None:
             f"{checkpoints} holds checkpoints of an earlier run ({Path(last).name}). Pass --resume to continue it, "
             "or delete that folder to start again."
         )
-    if resume and saved.exists():
-        import yaml
-
-        before = config_from_dict(yaml.safe_load(saved.read_text()), source=str(saved))
-        if dataclasses.replace(before, overwrite=config.overwrite) != config:
-            raise ValueError(f"--resume: the config differs from the one the checkpoints in {checkpoints} were made "
-                             f"with ({saved}); resume with the same config, or start a new run elsewhere.")
+    if resume and saved.exists() and dataclasses.replace(load_config(saved), overwrite=config.overwrite) != config:
+        raise ValueError(f"--resume: the config differs from the one the checkpoints in {checkpoints} were made "
+                         f"with ({saved}); resume with the same config, or start a new run elsewhere.")
     if resume and not last:
         logger.warning("--resume: no checkpoint in %s yet; starting from the beginning.", checkpoints)
     return last
@@ -264,8 +260,7 @@ def training_info(config: TrainConfig, reports: list[DataReport], steps: int, wo
 
 def save_trained_model(st_model: Any, config: TrainConfig, reports: list[DataReport], info: dict[str, Any]) -> Path:
     """Write the model folder the way `builder.save_dump_model` does, plus ``training/`` side files, atomically."""
-    module = st_model[0]
-    model, tokenizer = module.auto_model, module.tokenizer
+    model, tokenizer = st_model[0].auto_model, st_model[0].tokenizer
     model.config.training_info = info
     output = Path(config.output)
     with staged_output(output, overwrite=config.overwrite, inputs=[d.path for d in config.data]) as staging:
@@ -339,11 +334,10 @@ def _train(config: TrainConfig, resume: bool, callbacks: Sequence[TrainerCallbac
     if config.model.max_seq_length is not None:
         model.max_seq_length = config.model.max_seq_length
         model.tokenizer.model_max_length = config.model.max_seq_length
-    loss = make_loss(model, config, world_size)
     dump_lr = config.training.dump_learning_rate
     row_callbacks = [] if dump_lr is None else [DumpRowsLearningRate(dump_lr / config.training.learning_rate)]
     trainer = SentenceTransformerTrainer(
-        model=model, args=args, train_dataset=dataset, loss=loss,
+        model=model, args=args, train_dataset=dataset, loss=make_loss(model, config, world_size),
         callbacks=[StepLog(global_batch), *row_callbacks, *callbacks],
     )
     logger.info("Training %s on %d rows: global batch %d, %s, lr %g, seed %d, world size %d", initial,

@@ -146,17 +146,12 @@ def _smooth(scores: np.ndarray) -> np.ndarray:
     return padded_sum / weights.reshape(-1, *[1] * (scores.ndim - 1))
 
 
-def _self_excluded_scores(documents: np.ndarray) -> torch.Tensor:
-    d = unit_rows(documents)
-    scores = d @ d.T
-    scores.fill_diagonal_(-torch.inf)
-    return scores
-
-
 def neighbour_labels(documents: np.ndarray, count: int = NEIGHBOURS) -> np.ndarray:
     """(m, count) indices of each row's nearest other rows by cosine (the full-dimensional model's neighbours)."""
-    count = min(count, len(documents) - 1)
-    return torch.topk(_self_excluded_scores(documents), count, dim=1).indices.numpy()
+    d = unit_rows(documents)
+    scores = d @ d.T
+    scores.fill_diagonal_(-torch.inf)  # a row is not its own neighbour
+    return torch.topk(scores, min(count, len(documents) - 1), dim=1).indices.numpy()
 
 
 def neighbour_ndcg_from_scores(scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

@@ -30,13 +30,6 @@ class SpecTempMode(str, Enum):
     ROBUST = "robust"
 
 
-def _mode(mode: SpecTempMode | str) -> SpecTempMode:
-    try:
-        return SpecTempMode(mode)
-    except ValueError:
-        raise ValueError(f"mode must be one of ('reference', 'robust'); got {mode!r}.") from None
-
-
 @dataclass(frozen=True)
 class SpecTempCurve:
     """Everything SpecTemp derives from a spectrum, for every k at once.
@@ -75,7 +68,10 @@ class SpecTempCurve:
 def spectemp_curve(eigenvalues: np.ndarray, mode: SpecTempMode | str = "reference",
                    count: int | None = None) -> SpecTempCurve:
     """γ(k) for every k from a descending eigenvalue spectrum (``count`` = n, used by robust mode's rank)."""
-    mode = _mode(mode)
+    try:
+        mode = SpecTempMode(mode)
+    except ValueError:
+        raise ValueError(f"mode must be one of ('reference', 'robust'); got {mode!r}.") from None
     lam = np.clip(np.asarray(eigenvalues, dtype=np.float64), 0.0, None)
     if lam.ndim != 1 or len(lam) < 10:
         raise ValueError(f"SpecTemp needs a spectrum of at least 10 eigenvalues; got shape {lam.shape}.")

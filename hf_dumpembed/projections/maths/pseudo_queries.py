@@ -66,12 +66,10 @@ def build_pseudo_queries(texts: list[str], max_pairs: int = DEFAULT_MAX_PAIRS, s
     for index, text in enumerate(texts):
         query = first_segment(text)
         key = text.strip()
-        if query is None or key in seen_texts or query in seen_queries:
-            seen_texts.add(key)
-            continue
+        if query is not None and key not in seen_texts and query not in seen_queries:
+            seen_queries.add(query)
+            usable.append((index, query))
         seen_texts.add(key)
-        seen_queries.add(query)
-        usable.append((index, query))
     chosen = usable
     if len(usable) > max_pairs:
         keep = np.sort(np.random.default_rng(seed).choice(len(usable), size=max_pairs, replace=False))
