@@ -130,9 +130,8 @@ def test_load_paths_that_disagree_are_refused(publishable, hub, tmp_path):  # no
 
 
 def test_push_refuses_a_file_that_names_a_private_path(bert_dump_model, tmp_path):
-    from hf_dumpembed.model.folder_schema import FolderShape
-    from hf_dumpembed.publishing.push_checks import FolderReport, static_checks
-    from tests.support.card_fixtures import add_training_metadata, copy_model
+    from hf_dumpembed.publishing.push_checks import static_checks
+    from tests.support.card_fixtures import add_training_metadata
 
     folder = copy_model(bert_dump_model, tmp_path / "model")
     add_training_metadata(folder)
