@@ -198,8 +198,14 @@ def auto_rows(auto: AutoRecord | None) -> list[tuple[str, str]]:
     weight_text = f"{1 - weight:g} × the score's + {weight:g} × " if weight else "the score's, not "
     usable = auto.pseudo_query_candidates if auto.pseudo_query_candidates is not None else auto.pseudo_queries
     sample = f", a seeded sample of the {usable:,} usable texts" if usable > auto.pseudo_queries else ""
-    return [
-        ("auto: texts scored", f"{auto.pseudo_queries:,}{sample} (pseudo-query = first line or sentence)"),
+    rows = [("auto: texts scored", f"{auto.pseudo_queries:,}{sample} (pseudo-query = first line or sentence)")]
+    if auto.saturated is not None:
+        rows.append(("auto: pseudo-queries saturated?",
+                     f"{'yes' if auto.saturated else 'no'}: the unprojected model's inverse-cloze nDCG@10 is "
+                     f"{auto.identity_cloze:.3f} ({'>=' if auto.saturated else '<'} {auto.saturation:g}"
+                     + ("; too easy to choose by, so the reference rule is kept at every k)" if auto.saturated
+                        else ")")))
+    return rows + [
         ("auto: choice per k (score = inverse-cloze + full-dimension-neighbour nDCG@10, vs the reference rule's; "
          f"where the rule's γ is below 1 the γ used is {weight_text}the rule's)", "; ".join(choices)),
         ("auto: cost", f"selection {auto.selection_seconds} s + pseudo-query encoding "

@@ -71,7 +71,8 @@ class AutoRecord(_Record):
     fidelity_chosen: list[float] | None = None
     tolerance: float | None = None
     rule_weight: float | None = None
-    confidence: float | None = None
+    identity_cloze: float | None = None  # the unprojected model's inverse cloze on the pseudo-queries
+    saturation: float | None = None  # identity_cloze at or above which the reference rule was kept at every k
     base_mode: str | None = None
     pseudo_query_candidates: int | None = None
     pseudo_query_rule: str | None = None
@@ -80,6 +81,14 @@ class AutoRecord(_Record):
     selection_seconds: float | None = None
     corpus_encode_seconds: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def saturated(self) -> bool | None:
+        """Whether auto kept the reference rule at every k because its pseudo-queries were saturated (None: folders
+        fitted before the check)."""
+        if self.identity_cloze is None or self.saturation is None:
+            return None
+        return self.identity_cloze >= self.saturation
 
 
 # What a method records under ``params`` in this package's methods, read as None where a fit did not set them.

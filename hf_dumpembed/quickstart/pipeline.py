@@ -296,6 +296,13 @@ def _report(run: Quickstart, steps: StepRunner, wall_seconds: float) -> None:
         "seed-to-seed spread measured over 3 paired seeds in BENCHMARKS.md, 'Training with [DUMP] tokens'; there "
         "[DUMP] costs a little at this budget, is level after one epoch, and pays where a pooled vector is learned "
         "and most for a decoder)")
+    projection = ProjectionInfo.from_config(_config(run.folders["spectemp"])) or ProjectionInfo()
+    auto = projection.auto
+    if auto is not None and auto.saturated:
+        say(f"(SpecTemp auto = the paper's rule here: the model was just trained on {TRAIN_COLLECTION}, so it finds "
+            f"those texts from their first lines almost perfectly (pseudo-query nDCG@10 {auto.identity_cloze:.3f} "
+            f">= {auto.saturation:g}) and auto's label-free score cannot choose; BENCHMARKS.md, 'SpecTemp auto with "
+            "the saturation check')")
     if run.decoder_results:
         say("")
         say(results_table(run.decoder_results, decoder_tasks, baseline="decoder"))
@@ -313,7 +320,6 @@ def _report(run: Quickstart, steps: StepRunner, wall_seconds: float) -> None:
         shutil.copyfile(plot, out / "plots" / f"spectemp_{plot.name}")
     info = machine_info()
     training = _config(run.folders[f"k{run.k}"]).get("training_info") or {}
-    projection = ProjectionInfo.from_config(_config(run.folders["spectemp"])) or ProjectionInfo()
     payload = {
         "kind": "quickstart",
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -328,7 +334,8 @@ def _report(run: Quickstart, steps: StepRunner, wall_seconds: float) -> None:
         "projection": {"method": projection.method, "mode": projection.mode,
                        "dim": projection.dim, "corpus": TRAIN_COLLECTION,
                        "num_texts": projection.corpus.num_texts if projection.corpus is not None else None,
-                       "gamma": projection.gamma, "knee": projection.knee},
+                       "gamma": projection.gamma, "knee": projection.knee,
+                       "auto_identity_cloze": None if auto is None else auto.identity_cloze},
         "skipped_tasks": run.skipped,
         "decoder_rows": [{"name": r.row.name, "label": r.row.label, "dim": r.dim,
                           "texts_per_second": r.texts_per_second,

@@ -341,3 +341,22 @@ def test_usage_snippets_pass_the_folder_prompts(zoo_source, tmp_path, monkeypatc
     stock = export_stock_st(folder, tmp_path / "e5-stock")
     stock_card = render_card(stock, source=folder)
     assert '"prompt_name": "query"' in stock_card and "trust_remote_code" not in stock_card.split("### Other")[1]
+
+
+def test_auto_rows_say_whether_the_pseudo_queries_were_saturated() -> None:
+    """The card says when auto kept the paper's rule because the model already found the texts from their first lines,
+    and says nothing of it for folders fitted before the check existed."""
+    from hf_dumpembed.model.card import auto_rows
+    from hf_dumpembed.model.projection_record import AutoRecord
+
+    auto = {"pseudo_queries": 1000, "ks": [8, 16], "chosen": ["reference", "reference"],
+            "route": ["centred", "centred"], "gamma": [1.0, 0.4], "reference_gamma": [1.0, 0.4],
+            "score_chosen": [1.2, 1.5], "score_reference": [1.2, 1.5], "rule_weight": 0.5,
+            "pseudo_query_encode_seconds": 2.0, "selection_seconds": 3.0, "corpus_encode_seconds": 40.0}
+    saturated = dict(auto_rows(AutoRecord.from_dict(auto | {"identity_cloze": 0.983, "saturation": 0.95})))
+    assert saturated["auto: pseudo-queries saturated?"].startswith("yes: the unprojected model's inverse-cloze "
+                                                                   "nDCG@10 is 0.983 (>= 0.95; too easy")
+    free = dict(auto_rows(AutoRecord.from_dict(auto | {"identity_cloze": 0.9024, "saturation": 0.95})))
+    assert free["auto: pseudo-queries saturated?"] == ("no: the unprojected model's inverse-cloze nDCG@10 is 0.902 "
+                                                       "(< 0.95)")
+    assert "auto: pseudo-queries saturated?" not in dict(auto_rows(AutoRecord.from_dict(auto)))

@@ -14,7 +14,8 @@ AUTO = {"pseudo_queries": 208, "ks": [8, 16, 32], "chosen": ["u0.05", "reference
         "route": ["uncentred", "centred", "prefix"], "gamma": [0.05, 0.0604, 0.0252],
         "reference_gamma": [1.0, 0.0708, 0.0004], "score_chosen": [1.3778, 1.4893, 1.5597],
         "score_reference": [1.2004, 1.4893, 1.3431], "cloze_chosen": [0.4243, 0.5707, 0.5795],
-        "fidelity_chosen": [0.8669, 0.9804, 0.9845], "tolerance": 0.0, "rule_weight": 0.5, "base_mode": "reference",
+        "fidelity_chosen": [0.8669, 0.9804, 0.9845], "tolerance": 0.0, "rule_weight": 0.5, "identity_cloze": 0.9024,
+        "saturation": 0.95, "base_mode": "reference",
         "pseudo_query_candidates": 208, "pseudo_query_rule": "first non-blank line (several lines) or first sentence "
         "vs the whole text", "score": "inverse-cloze nDCG@10 + nDCG@10 of the full-dimensional top-10 neighbours",
         "pseudo_query_encode_seconds": 2.48, "selection_seconds": 3.6, "corpus_encode_seconds": 4.75}

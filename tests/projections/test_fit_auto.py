@@ -78,6 +78,10 @@ def test_auto_folder_card_shows_the_choice(llama_dump_model, tmp_path) -> None:
                          FitOptions(method="spectemp", dim=8, mode="auto", progress=False, plots=False), corpus=corpus)
     card = (Path(out) / "README.md").read_text()
     assert "| mode | auto |" in card and "auto: choice per k" in card and "inverse-cloze" in card
+    auto = json.loads((Path(out) / "config.json").read_text())["projection_info"]["params"]["auto"]
+    assert 0.0 <= auto["identity_cloze"] < auto["saturation"] == 0.95  # random tiny model: far from saturated
+    assert f"| auto: pseudo-queries saturated? | no: the unprojected model's inverse-cloze nDCG@10 is " \
+           f"{auto['identity_cloze']:.3f} (< 0.95) |" in card
 
 
 def test_auto_with_fewer_texts_than_dimensions_corrects_the_robust_rule(llama_dump_model, tmp_path) -> None:

@@ -1,5 +1,6 @@
-"""SpecTemp auto mode's choice per k: it follows its label-free scores, keeps the rule when the grid is empty, shrinks
-the score's γ towards the rule, and its one-pass scorer equals the per-candidate metrics."""
+"""SpecTemp auto mode's choice per k: it follows its label-free scores, keeps the rule when the grid is empty or the
+pseudo-queries are saturated, shrinks the score's γ towards the rule, and its one-pass scorer equals the
+per-candidate metrics."""
 
 from __future__ import annotations
 
@@ -115,27 +116,22 @@ def test_one_pass_scores_equal_the_per_candidate_metrics() -> None:
             assert fidelity[row, col] == pytest.approx(fidelity_ndcg_at_10(d, neighbours), abs=1e-9), (k, label)
 
 
-def test_the_inverse_cloze_gate_leaves_the_rule_only_for_a_gain_beyond_its_noise() -> None:
-    """With ``confidence`` c (off by default), a candidate ahead of the rule by 0.3 standard errors of per-query
-    inverse cloze is not taken, one ahead by ~7 is; a move that only fidelity supports is not taken."""
-    from hf_dumpembed.projections.maths.auto_selection import choose
+def test_saturated_pseudo_queries_keep_the_rule_at_every_k() -> None:
+    """When the unprojected model finds the texts from their first lines almost perfectly (inverse cloze >= the
+    saturation threshold), the scores cannot choose and the reference rule's map is kept at every k."""
+    from hf_dumpembed.projections.maths.auto_selection import DEFAULT_SATURATION
 
-    rng = np.random.default_rng(0)
-    labels, ks, m = ["0.00", "1.00", REFERENCE, "prefix"], np.array([8]), 200
-    reference = np.full(16, 0.5)
-    base = rng.uniform(0.3, 0.9, size=m)
-    noise = rng.standard_normal(m)
-    noise = 0.1 * (noise - noise.mean()) / noise.std(ddof=1)  # exactly mean 0, standard deviation 0.1
-
-    def chosen(cloze_gain: float, fidelity_gain: float = 0.0, **gate) -> str:
-        cloze = np.stack([base - 0.2, base + cloze_gain + noise, base, base - 0.3])[None]  # (1 k, 4 labels, m)
-        fidelity = np.array([[0.0, fidelity_gain, 0.0, 0.0]])
-        return choose(ks, labels, cloze.mean(axis=2), fidelity, reference, query_cloze=cloze, **gate).chosen[0]
-
-    standard_error = 0.1 / np.sqrt(m)
-    assert chosen(0.3 * standard_error) == "1.00"  # the default: no gate, any gain
-    assert chosen(0.3 * standard_error, confidence=2.0) == REFERENCE
-    assert chosen(7 * standard_error, confidence=2.0) == "1.00"
-    assert chosen(1.5 * standard_error, confidence=2.0) == REFERENCE
-    assert chosen(1.5 * standard_error, confidence=1.0) == "1.00"
-    assert chosen(0.0, fidelity_gain=0.5, confidence=2.0) == REFERENCE and chosen(0.0, fidelity_gain=0.5) == "1.00"
+    spectrum, queries, docs = pseudo_query_pairs()
+    d = spectrum.dim
+    rule = np.linspace(1.0, 0.2, d)
+    free = select_auto(spectrum, queries, docs, rule, saturation=1.01)
+    assert not free.saturated and any(label != REFERENCE for label in free.chosen)
+    identity = float(paired_ndcg_at_10(queries, docs).mean())
+    assert free.identity_cloze == pytest.approx(identity, abs=1e-6) and identity < DEFAULT_SATURATION
+    assert free.summary()["identity_cloze"] == round(identity, 4) and free.summary()["saturation"] == 1.01
+    kept = select_auto(spectrum, queries, docs, rule, saturation=identity - 1e-6)
+    assert kept.saturated and kept.chosen == [REFERENCE] * len(kept.ks)
+    assert np.allclose(kept.gamma, rule) and not kept.routes.any()  # the rule's γ(k), centred, at every k
+    assert np.array_equal(kept.cloze, free.cloze)  # still scored and recorded
+    easy = select_auto(spectrum, queries, queries, rule)  # each pseudo-query is its own text: nDCG@10 = 1
+    assert easy.identity_cloze == 1.0 and easy.saturated and set(easy.chosen) == {REFERENCE}

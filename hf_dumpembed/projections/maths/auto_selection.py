@@ -13,13 +13,17 @@ label-free nDCG@10s:
   drifts to PCA / the identity).
 
 Scores are smoothed over neighbouring k (weights 1-2-1) before the argmax, and the reference γ is kept unless
-another candidate beats it by more than ``tolerance`` (and, with ``confidence`` > 0, unless that candidate's
-inverse-cloze gain alone is more than ``confidence`` standard errors; off by default). The argmax gives the route
-(centred, uncentred, prefix) and the score's γ; where the reference rule is informative (γ_ref(k) < 1, above the
-knee) the γ used is shrunk towards the rule's, γ = (1 − w) γ_score + w γ_ref with ``rule_weight`` w = 0.5, because
-there the score's γ drifts towards 0 whenever inverse cloze saturates (BENCHMARKS.md, "SpecTemp auto mode"); where
-the rule saturates at whitening (γ_ref(k) = 1, below the knee) the score's γ is used as it is. Between grid points
-the correction γ_auto − γ_ref is interpolated linearly in log k; the route is the nearest grid point's.
+another candidate beats it by more than ``tolerance``. The argmax gives the route (centred, uncentred, prefix) and
+the score's γ; where the reference rule is informative (γ_ref(k) < 1, above the knee) the γ used is shrunk towards
+the rule's, γ = (1 − w) γ_score + w γ_ref with ``rule_weight`` w = 0.5, because there the score's γ drifts towards
+0 whenever inverse cloze saturates (BENCHMARKS.md, "SpecTemp auto mode"); where the rule saturates at whitening
+(γ_ref(k) = 1, below the knee) the score's γ is used as it is. Between grid points the correction γ_auto − γ_ref is
+interpolated linearly in log k; the route is the nearest grid point's.
+
+Saturated pseudo-queries: when the unprojected model already retrieves the sampled texts from their first lines
+almost perfectly (inverse-cloze nDCG@10 >= ``saturation``, 0.95 — typically a model fine-tuned on this very corpus),
+inverse cloze can no longer tell the candidates apart and the summed score is fidelity alone, which drifts to PCA.
+Auto then keeps the reference rule at every k (BENCHMARKS.md, "SpecTemp auto with the saturation check").
 """
 
 from __future__ import annotations
@@ -42,9 +46,9 @@ UNCENTRED = "u"  # label prefix of the uncentred candidates, e.g. "u0.25"
 ROUTE_CODES = {"centred": 0, "uncentred": 1, "prefix": 2}
 MIN_GRID_K = 8
 DEFAULT_TOLERANCE = 0.0
-# With ``confidence`` c > 0, auto leaves the reference rule at a k only where the candidate's inverse-cloze gain over
-# it is more than c paired standard errors. Off by default (BENCHMARKS.md, "SpecTemp auto on today's default").
-DEFAULT_CONFIDENCE = 0.0
+# The unprojected model's inverse-cloze nDCG@10 at or above which the pseudo-queries are saturated and auto keeps
+# the reference rule (fine-tuned on the fit corpus: 0.98-0.99; the untrained all-MiniLM-L6-v2: 0.90-0.91).
+DEFAULT_SATURATION = 0.95
 # Weight of the reference rule's γ against the score's where the rule is below 1 (see the module docstring).
 DEFAULT_RULE_WEIGHT = 0.5
 # γ_ref(k) at or above this is the rule's saturation at whitening (below the knee): the score's γ is used there.
@@ -79,8 +83,8 @@ class AutoSelection:
         reference_gamma: (d,) the reference rule's γ(k).
         num_queries: texts (and pseudo-queries) scored.
         rule_weight: weight of the rule's γ where the rule is below 1 (0: the score's γ alone).
-        confidence: standard errors of inverse-cloze gain a candidate needs to replace the rule (0: ungated).
-        query_cloze: (len(ks), len(candidates), m) each pseudo-query's inverse-cloze nDCG@10 (None: not kept).
+        identity_cloze: the unprojected model's inverse-cloze nDCG@10 on the same pairs (None: not measured).
+        saturation: identity_cloze at or above which the reference rule is kept at every k.
     """
 
     ks: np.ndarray
@@ -96,8 +100,13 @@ class AutoSelection:
     num_queries: int
     tolerance: float = DEFAULT_TOLERANCE
     rule_weight: float = DEFAULT_RULE_WEIGHT
-    confidence: float = DEFAULT_CONFIDENCE
-    query_cloze: np.ndarray | None = None
+    identity_cloze: float | None = None
+    saturation: float = DEFAULT_SATURATION
+
+    @property
+    def saturated(self) -> bool:
+        """Whether the pseudo-queries were too easy to choose by (the reference rule was kept at every k)."""
+        return self.identity_cloze is not None and self.identity_cloze >= self.saturation
 
     def route_at(self, k: int) -> str:
         return {code: name for name, code in ROUTE_CODES.items()}[int(self.routes[k - 1])]
@@ -119,7 +128,8 @@ class AutoSelection:
             "fidelity_chosen": [round(float(self.fidelity[i, c]), 4) for i, c in enumerate(cols)],
             "tolerance": self.tolerance,
             "rule_weight": self.rule_weight,
-            "confidence": self.confidence,
+            "identity_cloze": None if self.identity_cloze is None else round(self.identity_cloze, 4),
+            "saturation": self.saturation,
         }
 
 
@@ -226,11 +236,12 @@ def select_auto(spectrum: Spectrum, queries: np.ndarray, documents: np.ndarray, 
                 grid: Sequence[float] = ORACLE_GRID, prefix: bool = True, uncentred: bool = True,
                 tolerance: float = DEFAULT_TOLERANCE, ks: Sequence[int] | None = None,
                 eps: float = SPECTRAL_EPS, rule_weight: float = DEFAULT_RULE_WEIGHT,
-                confidence: float = DEFAULT_CONFIDENCE) -> AutoSelection:
+                saturation: float = DEFAULT_SATURATION) -> AutoSelection:
     """Choose γ(k) and the route (centred, uncentred, prefix) for every k from pseudo-query vectors and their texts.
 
     ``queries`` and ``documents`` are the unit-length pooled vectors of the pseudo-queries and of their texts
     (row i of each is a pair). ``grid`` may be empty: with ``prefix=False`` the result is the reference rule.
+    ``saturation`` above 1 never keeps the rule for saturated pseudo-queries.
     """
     d = spectrum.dim
     reference_gamma = np.asarray(reference_gamma, dtype=np.float64)
@@ -242,35 +253,31 @@ def select_auto(spectrum: Spectrum, queries: np.ndarray, documents: np.ndarray, 
     ks = k_grid(d) if ks is None else np.array(sorted({int(k) for k in ks}), dtype=np.int64)
     labels = candidate_labels(grid, prefix, uncentred and len(grid) > 0)
     cloze, fidelity = score_candidates(spectrum, queries, documents, ks, reference_gamma, labels, eps)
+    identity = paired_ndcg_from_scores(unit_rows(queries) @ unit_rows(documents).T)
     return choose(ks, labels, cloze.mean(axis=2), fidelity.mean(axis=2), reference_gamma, tolerance, len(queries),
-                  rule_weight=rule_weight, query_cloze=cloze, confidence=confidence)
+                  rule_weight=rule_weight, identity_cloze=float(identity.mean()), saturation=saturation)
 
 
 def choose(ks: np.ndarray, labels: list[str], cloze: np.ndarray, fidelity: np.ndarray, reference_gamma: np.ndarray,
            tolerance: float = DEFAULT_TOLERANCE, num_queries: int = 0,
            weights: tuple[float, float] = (1.0, 1.0), rule_weight: float = DEFAULT_RULE_WEIGHT,
-           query_cloze: np.ndarray | None = None, confidence: float = DEFAULT_CONFIDENCE) -> AutoSelection:
+           identity_cloze: float | None = None, saturation: float = DEFAULT_SATURATION) -> AutoSelection:
     """The choice from candidate scores (``select_auto``'s second half; ``weights`` of cloze and fidelity, other
     ``rule_weight`` values and subsets of ``labels`` with their score columns serve the benchmark's ablations).
 
-    ``query_cloze`` (len(ks), len(labels), m), each pseudo-query's inverse-cloze nDCG@10, lets the choice leave the
-    reference rule only where the best candidate's inverse-cloze gain over it exceeds ``confidence`` standard errors
-    of the paired per-query differences (after the same smoothing over k); without it, any gain of the summed score
-    above ``tolerance`` does."""
+    With ``identity_cloze`` (the unprojected model's inverse cloze) at or above ``saturation`` the reference rule is
+    kept at every k."""
     if not 0.0 <= rule_weight <= 1.0:
         raise ValueError(f"rule_weight must be between 0 and 1; got {rule_weight!r}.")
     d = len(reference_gamma)
     scores = weights[0] * cloze + weights[1] * fidelity
     smoothed = _smooth(scores)
     ref_col = labels.index(REFERENCE)
-    gated = query_cloze is not None and confidence > 0
-    supported = _significant_gains(_smooth(query_cloze), ref_col, confidence) if gated else np.ones(
-        smoothed.shape, dtype=bool)
+    saturated = identity_cloze is not None and identity_cloze >= saturation
     chosen = []
-    for i, row in enumerate(smoothed):
+    for row in smoothed:
         best = int(np.argmax(row))  # first maximum: the smallest γ among ties, centred before uncentred
-        leave = row[best] > row[ref_col] + tolerance and supported[i, best]
-        chosen.append(labels[best] if leave else REFERENCE)
+        chosen.append(labels[best] if row[best] > row[ref_col] + tolerance and not saturated else REFERENCE)
     # The correction to the reference rule at each grid k (shrunk where the rule is informative), interpolated
     # over log k.
     delta = np.array([0.0 if grid_gamma(c) is None else
@@ -284,14 +291,5 @@ def choose(ks: np.ndarray, labels: list[str], cloze: np.ndarray, fidelity: np.nd
     return AutoSelection(ks=ks, candidates=labels, cloze=cloze, fidelity=fidelity, scores=scores, smoothed=smoothed,
                          chosen=chosen, gamma=gamma, routes=routes, reference_gamma=reference_gamma,
                          num_queries=num_queries, tolerance=tolerance, rule_weight=rule_weight,
-                         confidence=confidence if gated else 0.0, query_cloze=query_cloze)
+                         identity_cloze=identity_cloze, saturation=saturation)
 
-
-def _significant_gains(query_cloze: np.ndarray, ref_col: int, confidence: float) -> np.ndarray:
-    """(len(ks), len(labels)): whether each candidate's mean per-query inverse-cloze gain over the reference is more
-    than ``confidence`` standard errors of the paired differences."""
-    differences = query_cloze - query_cloze[:, ref_col : ref_col + 1, :]
-    m = differences.shape[2]
-    if m < 2:
-        return np.zeros(differences.shape[:2], dtype=bool)
-    return differences.mean(axis=2) > confidence * differences.std(axis=2, ddof=1) / np.sqrt(m)

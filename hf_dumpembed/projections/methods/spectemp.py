@@ -51,9 +51,10 @@ MODES = (
          "knee = argmax of Kneedle's difference curve, zero eigenvalues dropped before the noise floor"),
     Mode("auto", "SpecTemp, auto mode (ours, `hf-dumpembed fit`'s default): PCA with spectral tempering, the "
          "eigenvalue exponent γ(k), centring or prefix truncation chosen for every k by a label-free pseudo-query "
-         "score on the fit corpus, starting from the paper's SNR-knee rule",
-         "γ(k) or prefix truncation chosen per k by pseudo-query nDCG@10 on the corpus; needs texts with a first "
-         "line or sentence to split off"),
+         "score on the fit corpus, starting from the paper's SNR-knee rule (kept where the pseudo-queries are "
+         "saturated)",
+         "γ(k) or prefix truncation chosen per k by pseudo-query nDCG@10 on the corpus, the paper's rule where the "
+         "unprojected model scores >= 0.95 on them; needs texts with a first line or sentence to split off"),
 )
 MODE_NAMES = tuple(mode.name for mode in MODES)
 DEFAULT_MODE = "auto"
@@ -155,7 +156,9 @@ class SpecTemp(ProjectionMethod):
                "spectrum")
     help = ("PCA with spectral tempering. --mode auto (ours, the default) chooses γ(k), or prefix truncation, for "
             "every k with pseudo-queries from the corpus itself (a text's first line or sentence against the whole "
-            "text; no labels; --pseudo-queries N of them); --mode reference: the paper's rule, γ(k) from the SNR "
+            "text; no labels; --pseudo-queries N of them), and keeps the paper's rule where the model already finds "
+            "the texts from their first lines almost perfectly (pseudo-query nDCG@10 >= 0.95, e.g. a model fine-tuned "
+            "on this corpus); --mode reference: the paper's rule, γ(k) from the SNR "
             "knee of the spectrum; --mode robust (ours): the same rule with a steadier knee. OUT's "
             'config.projection_info["params"]["mode"] and its card name the mode')
     needs_corpus = True
