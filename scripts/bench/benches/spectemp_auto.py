@@ -32,6 +32,7 @@ from hf_dumpembed.projections.encode import encode_texts
 from hf_dumpembed.projections.maths import reference_maps
 from hf_dumpembed.projections.maths.auto_selection import (
     DEFAULT_RULE_WEIGHT,
+    DEFAULT_SATURATION,
     ORACLE_GRID,
     UNCENTRED,
     AutoSelection,
@@ -75,11 +76,12 @@ def heldout_grids(spectrum, sets: dict, cache: Path) -> dict[int, dict[float, di
     return grids
 
 
-# The signals alone use their own γ (rule weight 0), as the auto mode did before 2026-12-01.
+# The score's variants, each without the saturation check (so they show what the scores alone would choose); the
+# signals alone use their own γ (rule weight 0), as the auto mode did before 2026-12-01.
+NEVER = 2.0  # a saturation threshold no inverse-cloze nDCG@10 reaches
+BEFORE_SATURATION = "auto before 2026-12-06: the same, no saturation check (w = 0.5)"
 ABLATIONS = {
-    "inverse-cloze gate at 1 standard error (w = 0.5)": {"confidence": 1.0},
-    "inverse-cloze gate at 2 standard errors (w = 0.5)": {"confidence": 2.0},
-    "inverse-cloze gate at 3 standard errors (w = 0.5)": {"confidence": 3.0},
+    BEFORE_SATURATION: {},
     "cloze + fidelity, score's γ (w = 0; auto before 2026-12-01)": {"rule_weight": 0.0},
     "cloze + fidelity, rule's γ above the knee (w = 1)": {"rule_weight": 1.0},
     "inverse cloze only (w = 0)": {"weights": (1.0, 0.0), "rule_weight": 0.0},
@@ -88,18 +90,19 @@ ABLATIONS = {
     "inverse cloze only, centred maps only (w = 0)": {"weights": (1.0, 0.0), "centred_only": True,
                                                        "rule_weight": 0.0},
 }
+MAIN_ROUTE = "auto: cloze + fidelity, γ half way to the rule's above the knee (w = 0.5), rule kept if saturated"
 
 
 def ablation(selection: AutoSelection, weights: tuple[float, float] = (1.0, 1.0),
              centred_only: bool = False, rule_weight: float = DEFAULT_RULE_WEIGHT,
-             confidence: float = 0.0) -> AutoSelection:
-    """The same candidate scores, another combination, candidate set, weight of the rule's γ or inverse-cloze gate
-    (``confidence`` standard errors; 0: none)."""
+             saturation: float = NEVER) -> AutoSelection:
+    """The same candidate scores, another combination, candidate set, weight of the rule's γ or saturation
+    threshold (default: no saturation check)."""
     keep = [i for i, c in enumerate(selection.candidates) if not (centred_only and c.startswith(UNCENTRED))]
     return choose(selection.ks, [selection.candidates[i] for i in keep], selection.cloze[:, keep],
                   selection.fidelity[:, keep], selection.reference_gamma, selection.tolerance,
-                  selection.num_queries, weights, rule_weight, query_cloze=selection.query_cloze[:, keep],
-                  confidence=confidence)
+                  selection.num_queries, weights, rule_weight, identity_cloze=selection.identity_cloze,
+                  saturation=saturation)
 
 
 def evaluate_choice(selection: AutoSelection, k: int, spectrum, sets: dict, memo: dict) -> tuple[str, float | None,
@@ -160,6 +163,7 @@ def measure(args: argparse.Namespace) -> dict:
         route, gamma, scores = per_seed[0]
         rows += [
             {"k": k, "method": "auto", "route": route, "gamma": gamma, **scores,
+             "saturated": main_run["selection"].saturated,
              "seeds_mean": float(np.mean([s[2]["mean"] for s in per_seed])),
              "seeds_min": float(np.min([s[2]["mean"] for s in per_seed]))},
             {"k": k, "method": "reference", "gamma": float(curve.gamma[k - 1]), **reference},
@@ -189,7 +193,7 @@ def measure(args: argparse.Namespace) -> dict:
         "corpus_tokens": token_count(tokenizer, corpus.texts),
         "pseudo_query_tokens": token_count(tokenizer, main_run["pairs"].queries),
         "auto": {str(one["seed"]): one["selection"].summary() for one in runs}, "rows": rows,
-        "ablations": ablations,
+        "main_route": MAIN_ROUTE, "ablations": ablations,
     }
 
 
@@ -204,7 +208,7 @@ def table(results: dict) -> Table:
             gamma = "—" if row.get("gamma") is None else f"{row['gamma']:.2f}"
             label = method
             if method == "auto":
-                label = f"**auto** ({row['route']})"
+                label = f"**auto** ({row['route']}{'; saturated: the rule' if row.get('saturated') else ''})"
             if method == "oracle γ*":
                 label = "*oracle γ\\* (chosen on the held-out mean)*"
             deltas = [100 * (row["mean"] - best), 100 * (row["mean"] - at_k["oracle γ*"]["mean"])] \
@@ -216,25 +220,69 @@ def table(results: dict) -> Table:
 
 
 def ablation_table(results: dict) -> Table:
-    """Held-out mean nDCG@10 of each scoring route at each k (the map it chose in brackets)."""
-    names = ["auto: cloze + fidelity, γ half way to the rule's above the knee (w = 0.5, kept)", *ABLATIONS]
-    columns = ["route", *(f"k = {k}" for k in DIMS)]
-    by_route = {}
+    """Held-out mean nDCG@10 of each scoring route at each k (the map it chose in brackets); the routes are the
+    record's own (records measured before a route was added or removed keep theirs)."""
+    main = results.get("main_route", "auto: cloze + fidelity, γ half way to the rule's above the knee (w = 0.5, kept)")
+    by_route: dict[str, dict] = {}
     for row in results["rows"]:
         if row["method"] == "auto":
-            by_route.setdefault(names[0], {})[row["k"]] = row | {"map": row["route"]}
+            by_route.setdefault(main, {})[row["k"]] = row | {"map": row["route"]}
     for row in results.get("ablations", []):
         by_route.setdefault(row["route"], {})[row["k"]] = row
+    columns = ["route", *(f"k = {k}" for k in DIMS)]
     rows = []
-    for name in names:
+    for name, at_k in by_route.items():
         cells = []
         for k in DIMS:
-            row = by_route[name][k]
+            row = at_k[k]
             mark = "u" if row["map"] == "uncentred" else ""
             what = "prefix" if row["map"] == "prefix" else f"{mark}{row['gamma']:.2f}"
             cells.append(f"{row['mean']:.4f} ({what})")
         rows.append([name, *cells])
     return Table(columns=columns, rows=rows)
+
+
+def summary_tables(named: dict[str, dict]) -> list[Table]:
+    """Across models (``named``: label -> a run's results): the rule, PCA, auto before and after the saturation
+    check per k; then, per group (the label's part before ": "), auto − rule before and after (mean and min)."""
+    columns = ["model", "inverse cloze, unprojected", "k", "reference", "PCA", "auto before", "auto",
+               "before − rule", "auto − rule"]
+    rows, deltas = [], {}
+    for label, results in named.items():
+        identity = next(iter(results["auto"].values()))["identity_cloze"]
+        for k in DIMS[:-1]:
+            at_k = {r["method"]: r["mean"] for r in results["rows"] if r["k"] == k}
+            before = next(r["mean"] for r in results["ablations"] if r["k"] == k and r["route"] == BEFORE_SATURATION)
+            gaps = (100 * (before - at_k["reference"]), 100 * (at_k["auto"] - at_k["reference"]))
+            deltas.setdefault(label.partition(": ")[0], {}).setdefault(k, []).append(gaps)
+            saturated = " (saturated)" if identity >= DEFAULT_SATURATION else ""
+            rows.append([label, f"{identity:.3f}{saturated}", k, at_k["reference"], at_k["PCA"], before,
+                         at_k["auto"], *gaps])
+    per_model = Table(columns=columns, rows=rows, formats={"reference": 4, "PCA": 4, "auto before": 4, "auto": 4,
+                                                            "before − rule": 2, "auto − rule": 2})
+    group_rows = []
+    for group, by_k in deltas.items():
+        for k, gaps in by_k.items():
+            before, after = np.array(gaps).T
+            group_rows.append([group, len(gaps), k, before.mean(), before.min(), after.mean(), after.min()])
+    groups = Table(columns=["models", "count", "k", "before − rule, mean", "before − rule, min", "auto − rule, mean",
+                            "auto − rule, min"], rows=group_rows,
+                   formats={c: 2 for c in ("before − rule, mean", "before − rule, min", "auto − rule, mean",
+                                           "auto − rule, min")})
+    return [per_model, groups]
+
+
+def write_summary(pairs: list[str], section: str, order: float | None) -> None:
+    """The cross-model record from earlier runs' results (``LABEL=PATH`` each), re-derived without measuring."""
+    named = {}
+    for pair in pairs:
+        label, sep, path = pair.rpartition("=")
+        if not sep or not Path(path).is_file():
+            raise SystemExit(f"--summary-of takes LABEL=PATH pairs of existing result files; got {pair!r}.")
+        named[label] = json.loads(Path(path).read_text())
+    title = "SpecTemp auto with the saturation check: every model, every k, before and after"
+    finish_run(section, summary_tables(named), title=title, order=23.0 if order is None else order,
+               measured=True, date=max(r["date"] for r in named.values()))
 
 
 def write(results: dict, fresh: bool, section: str = SECTION[0], order: int | None = None) -> None:
@@ -259,7 +307,13 @@ def register(subparsers: Subparsers) -> None:
     parser.add_argument("--section", default=SECTION[0], help="the BENCHMARKS.md section record to write")
     parser.add_argument("--order", type=float, default=None,
                         help="render position of a new --section (default: 21 for the main one, 22 for others)")
+    parser.add_argument("--summary-of", nargs="+", metavar="LABEL=PATH", default=None,
+                        help="measure nothing: write --section as the cross-model table of these earlier --output "
+                        "files (labels 'group: member' are also summarised per group)")
 
 
 def run(args: argparse.Namespace) -> None:
+    if args.summary_of:
+        write_summary(args.summary_of, args.section, args.order)
+        return
     run_or_rerecord(args, measure, lambda results, fresh: write(results, fresh, args.section, args.order))
