@@ -205,9 +205,11 @@ def auto_rows(auto: AutoRecord | None) -> list[tuple[str, str]]:
                      f"{auto.identity_cloze:.3f} ({'>=' if auto.saturated else '<'} {auto.saturation:g}"
                      + ("; too easy to choose by, so the reference rule is kept at every k)" if auto.saturated
                         else ")")))
+    how = ("the reference rule at every k, the pseudo-queries being saturated" if auto.saturated else
+           f"where the rule's γ is below 1 the γ used is {weight_text}the rule's")
     return rows + [
         ("auto: choice per k (score = inverse-cloze + full-dimension-neighbour nDCG@10, vs the reference rule's; "
-         f"where the rule's γ is below 1 the γ used is {weight_text}the rule's)", "; ".join(choices)),
+         f"{how})", "; ".join(choices)),
         ("auto: cost", f"selection {auto.selection_seconds} s + pseudo-query encoding "
                        f"{auto.pseudo_query_encode_seconds} s, vs {auto.corpus_encode_seconds} s encoding the corpus"),
     ]

@@ -356,6 +356,7 @@ def test_auto_rows_say_whether_the_pseudo_queries_were_saturated() -> None:
     saturated = dict(auto_rows(AutoRecord.from_dict(auto | {"identity_cloze": 0.983, "saturation": 0.95})))
     assert saturated["auto: pseudo-queries saturated?"].startswith("yes: the unprojected model's inverse-cloze "
                                                                    "nDCG@10 is 0.983 (>= 0.95; too easy")
+    assert any(key.endswith("the reference rule at every k, the pseudo-queries being saturated)") for key in saturated)
     free = dict(auto_rows(AutoRecord.from_dict(auto | {"identity_cloze": 0.9024, "saturation": 0.95})))
     assert free["auto: pseudo-queries saturated?"] == ("no: the unprojected model's inverse-cloze nDCG@10 is 0.902 "
                                                        "(< 0.95)")
