@@ -608,7 +608,7 @@ def _provenance(measured: bool, add_command: bool, replaces: str | None, date: s
     return fields
 
 
-def finish_run(section: str, tables: list[Table], *, title: str, order: float, measured: bool = True,
+def finish_run(section: str, tables: list[Table], *, title: str | None, order: float | None, measured: bool = True,
                add_command: bool = False, replaces: str | None = None, date: str | None = None,
                machine: dict[str, Any] | str | None = None, result: dict[str, Any] | None = None,
                setup: str | None = None, reading: str | None = None, record: bool = True,

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from benchmarks import Table, finish_run, run_or_rerecord, say
+from benchmarks import RESULTS_DIR, Table, finish_run, run_or_rerecord, say
 from harness import Subparsers, bench_parser
 
 from benches import projection_quality as quality
@@ -289,7 +289,10 @@ def write(results: dict, fresh: bool, section: str = SECTION[0], order: int | No
     _, default_order, title = SECTION
     if section != SECTION[0]:
         default_order, title = default_order + 1, f"{title}: {results['model']}"
-    order = default_order if order is None else order
+    if (RESULTS_DIR / f"{section}.json").is_file():
+        title = None  # a re-measured section keeps its title and, without --order, its place
+    elif order is None:
+        order = default_order
     tables = [table(results)] + ([ablation_table(results)] if results.get("ablations") else [])
     finish_run(section, tables, title=title, order=order, measured=fresh, date=results["date"])
 
