@@ -339,8 +339,8 @@ NO_BOS_ADVICE = (
     "This decoder's tokenizer adds no BOS: nothing constant opens an input (the attention sink's usual place) but "
     "the K=%d [DUMP] tokens. Measured on SmolLM2-135M-Instruct after one epoch (BENCHMARKS.md, 'Does the decoder "
     "gain need trainable [DUMP] tokens?'): one BOS token alone (--dump-tokens 1 --init token --init-token %s) gave "
-    "about half of K=4's gain over K=0, four untrained [DUMP] tokens about 93%% (two seeds), and one trained [DUMP] "
-    "token (--dump-tokens 1) 117%% (one seed so far).")
+    "about half of K=4's gain over K=0, four untrained [DUMP] tokens about 93%%, and one trained [DUMP] token "
+    "(--dump-tokens 1) as much as four (101%%; two seeds each).")
 
 
 def resolve_match_steps(match_steps: int | None, num_dump_tokens: int, decoder: bool) -> tuple[int, str]:
