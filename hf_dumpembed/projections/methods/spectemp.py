@@ -14,7 +14,7 @@ from pydantic import Field, StrictInt, model_validator
 from ..._utils.checked import checked_options
 from ...model.projection_record import AutoRecord, ProjectionInfo
 from ...remote.modeling_dumpembed import SPECTRAL_EPS, DumpProjection
-from ..maths.auto_selection import AutoSelection, select_auto
+from ..maths.auto_selection import DEFAULT_SATURATION, AutoSelection, select_auto
 from ..maths.gamma_curve import SpecTempCurve, SpecTempMode, spectemp_curve
 from ..maths.pseudo_queries import DEFAULT_MAX_PAIRS
 from ..maths.spectrum import Spectrum, check_dim
@@ -54,7 +54,8 @@ MODES = (
          "score on the fit corpus, starting from the paper's SNR-knee rule (kept where the pseudo-queries are "
          "saturated)",
          "γ(k) or prefix truncation chosen per k by pseudo-query nDCG@10 on the corpus, the paper's rule where the "
-         "unprojected model scores >= 0.95 on them; needs texts with a first line or sentence to split off"),
+         f"unprojected model scores >= {DEFAULT_SATURATION:g} on them; needs texts with a first line or sentence to "
+         "split off"),
 )
 MODE_NAMES = tuple(mode.name for mode in MODES)
 DEFAULT_MODE = "auto"
@@ -157,7 +158,8 @@ class SpecTemp(ProjectionMethod):
     help = ("PCA with spectral tempering. --mode auto (ours, the default) chooses γ(k), or prefix truncation, for "
             "every k with pseudo-queries from the corpus itself (a text's first line or sentence against the whole "
             "text; no labels; --pseudo-queries N of them), and keeps the paper's rule where the model already finds "
-            "the texts from their first lines almost perfectly (pseudo-query nDCG@10 >= 0.95, e.g. a model fine-tuned "
+            f"the texts from their first lines almost perfectly (pseudo-query nDCG@10 >= {DEFAULT_SATURATION:g}, e.g. "
+            "a model fine-tuned "
             "on this corpus); --mode reference: the paper's rule, γ(k) from the SNR "
             "knee of the spectrum; --mode robust (ours): the same rule with a steadier knee. OUT's "
             'config.projection_info["params"]["mode"] and its card name the mode')

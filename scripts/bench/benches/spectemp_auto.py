@@ -32,7 +32,6 @@ from hf_dumpembed.projections.encode import encode_texts
 from hf_dumpembed.projections.maths import reference_maps
 from hf_dumpembed.projections.maths.auto_selection import (
     DEFAULT_RULE_WEIGHT,
-    DEFAULT_SATURATION,
     ORACLE_GRID,
     UNCENTRED,
     AutoSelection,
@@ -249,15 +248,15 @@ def summary_tables(named: dict[str, dict]) -> list[Table]:
                "before − rule", "auto − rule"]
     rows, deltas = [], {}
     for label, results in named.items():
-        identity = next(iter(results["auto"].values()))["identity_cloze"]
+        first = next(iter(results["auto"].values()))  # the reported pseudo-query sample's selection summary
+        saturated = " (saturated)" if first["identity_cloze"] >= first["saturation"] else ""
+        cloze_cell = f"{first['identity_cloze']:.3f}{saturated}"
         for k in DIMS[:-1]:
             at_k = {r["method"]: r["mean"] for r in results["rows"] if r["k"] == k}
             before = next(r["mean"] for r in results["ablations"] if r["k"] == k and r["route"] == BEFORE_SATURATION)
             gaps = (100 * (before - at_k["reference"]), 100 * (at_k["auto"] - at_k["reference"]))
             deltas.setdefault(label.partition(": ")[0], {}).setdefault(k, []).append(gaps)
-            saturated = " (saturated)" if identity >= DEFAULT_SATURATION else ""
-            rows.append([label, f"{identity:.3f}{saturated}", k, at_k["reference"], at_k["PCA"], before,
-                         at_k["auto"], *gaps])
+            rows.append([label, cloze_cell, k, at_k["reference"], at_k["PCA"], before, at_k["auto"], *gaps])
     per_model = Table(columns=columns, rows=rows, formats={"reference": 4, "PCA": 4, "auto before": 4, "auto": 4,
                                                             "before − rule": 2, "auto − rule": 2})
     group_rows = []
